@@ -1,0 +1,185 @@
+/* hetero_comm/hc.h: the C API of libhcclient.so.1.
+ *
+ * A training process links libhcclient and talks to the node's hetero-commd, which executes the
+ * collectives over the ranks' buffers. Each NCCL call maps onto one hc_* call with the same
+ * arguments plus an optional request handle; enum values equal NCCL's.
+ *
+ * Asynchrony: every operation returns once it is submitted. Pass a request pointer to get a
+ * handle for hc_test / hc_wait; pass NULL to let the communicator track it (hc_comm_finalize
+ * waits for such operations and hc_comm_get_async_error reports their failures). Operations of
+ * one communicator execute in the order they were issued on each rank.
+ *
+ * Threads: every function may be called from any thread. hc_comm_abort may be called while
+ * other threads wait on the communicator; their waits return HC_UNAVAILABLE.
+ *
+ * Memory: buffers passed to operations must lie in memory from hc_mem_alloc (the daemon maps it
+ * once and reduces in place). Other host memory is rejected with HC_INVALID_ARGUMENT.
+ */
+#ifndef HETERO_COMM_HC_H_
+#define HETERO_COMM_HC_H_
+
+#include <limits.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HC_MAJOR 0
+#define HC_MINOR 1
+#define HC_PATCH 0
+#define HC_VERSION_CODE (HC_MAJOR * 10000 + HC_MINOR * 100 + HC_PATCH)
+
+#define HC_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[HC_UNIQUE_ID_BYTES];
+} hc_unique_id_t;
+
+typedef struct hc_comm* hc_comm_t;
+typedef struct hc_request* hc_request_t;
+/* A device stream (cudaStream_t / hipStream_t) for device buffers; NULL for host memory. */
+typedef void* hc_stream_t;
+
+typedef enum {
+  HC_OK = 0,
+  HC_IN_PROGRESS = 1,
+  HC_NO_RESOURCE = 2,
+  HC_INVALID_ARGUMENT = 3,
+  HC_NOT_FOUND = 4,
+  HC_PERMISSION_DENIED = 5,
+  HC_UNAVAILABLE = 6, /* the daemon, a peer rank or the communicator went away or was aborted */
+  HC_TIMEOUT = 7,
+  HC_REMOTE_ERROR = 8, /* another rank failed or disagreed */
+  HC_DEVICE_ERROR = 9,
+  HC_TRANSPORT_ERROR = 10,
+  HC_INTERNAL = 11,
+  HC_NUM_STATUS = 12
+} hc_status_t;
+
+/* Values equal ncclDataType_t. */
+typedef enum {
+  HC_INT8 = 0,
+  HC_UINT8 = 1,
+  HC_INT32 = 2,
+  HC_UINT32 = 3,
+  HC_INT64 = 4,
+  HC_UINT64 = 5,
+  HC_FLOAT16 = 6,
+  HC_FLOAT32 = 7,
+  HC_FLOAT64 = 8,
+  HC_BFLOAT16 = 9,
+  HC_FLOAT8E4M3 = 10,
+  HC_FLOAT8E5M2 = 11,
+  HC_NUM_DTYPES = 12
+} hc_dtype_t;
+
+/* Values equal ncclRedOp_t; ids from HC_NUM_OPS on are pre-multiplied sums made by
+ * hc_redop_create_premul_sum. */
+typedef enum {
+  HC_SUM = 0,
+  HC_PROD = 1,
+  HC_MAX = 2,
+  HC_MIN = 3,
+  HC_AVG = 4,
+  HC_NUM_OPS = 5,
+  HC_MAX_REDOP = 0x7fffffff
+} hc_redop_t;
+
+typedef enum { HC_SCALAR_DEVICE = 0, HC_SCALAR_HOST_IMMEDIATE = 1 } hc_scalar_residence_t;
+
+#define HC_SPLIT_NOCOLOR (-1)
+#define HC_CONFIG_UNDEF_INT INT_MIN
+#define HC_API_MAGIC 0x48434346u
+
+typedef struct {
+  size_t size;       /* sizeof(hc_config_t) */
+  unsigned magic;    /* HC_API_MAGIC */
+  unsigned version;  /* HC_VERSION_CODE */
+  int blocking;      /* 0: init returns HC_IN_PROGRESS; poll hc_comm_get_async_error */
+  int timeout_ms;    /* init deadline; default 120000 */
+  const char* comm_name;
+} hc_config_t;
+
+#define HC_CONFIG_INITIALIZER \
+  { sizeof(hc_config_t), HC_API_MAGIC, HC_VERSION_CODE, HC_CONFIG_UNDEF_INT, HC_CONFIG_UNDEF_INT, NULL }
+
+/* ---- library and communicators ---- */
+hc_status_t hc_get_version(int* version);
+const char* hc_get_error_string(hc_status_t status);
+/* The last error message of this thread's last failed call on comm (NULL: of any call). */
+const char* hc_get_last_error(hc_comm_t comm);
+
+hc_status_t hc_get_unique_id(hc_unique_id_t* id);
+hc_status_t hc_comm_init_rank(hc_comm_t* comm, int nranks, hc_unique_id_t id, int rank);
+hc_status_t hc_comm_init_rank_config(hc_comm_t* comm, int nranks, hc_unique_id_t id, int rank,
+                                     hc_config_t* config);
+hc_status_t hc_comm_init_all(hc_comm_t* comms, int ndev, const int* devlist);
+hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm,
+                          hc_config_t* config);
+/* Waits for every operation issued on comm, then quiesces it. */
+hc_status_t hc_comm_finalize(hc_comm_t comm);
+/* Frees the local handle; the communicator must be finalized or idle. */
+hc_status_t hc_comm_destroy(hc_comm_t comm);
+/* Fails every pending operation of comm on every rank, then frees the handle. Never blocks on
+ * other ranks. */
+hc_status_t hc_comm_abort(hc_comm_t comm);
+hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* async_error);
+hc_status_t hc_comm_count(hc_comm_t comm, int* count);
+hc_status_t hc_comm_device(hc_comm_t comm, int* device);
+hc_status_t hc_comm_user_rank(hc_comm_t comm, int* rank);
+
+/* ---- memory ---- */
+/* Allocates size bytes of host memory shared with the daemon (page aligned, pre-faulted). */
+hc_status_t hc_mem_alloc(void** ptr, size_t size);
+hc_status_t hc_mem_free(void* ptr);
+hc_status_t hc_comm_register(hc_comm_t comm, void* buff, size_t size, void** handle);
+hc_status_t hc_comm_deregister(hc_comm_t comm, void* handle);
+
+/* ---- reduction operators ---- */
+hc_status_t hc_redop_create_premul_sum(hc_redop_t* op, void* scalar, hc_dtype_t dtype,
+                                       hc_scalar_residence_t residence, hc_comm_t comm);
+hc_status_t hc_redop_destroy(hc_redop_t op, hc_comm_t comm);
+
+/* ---- collectives (req may be NULL) ---- */
+hc_status_t hc_allreduce(const void* sendbuff, void* recvbuff, size_t count, hc_dtype_t dtype,
+                         hc_redop_t op, hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_broadcast(const void* sendbuff, void* recvbuff, size_t count, hc_dtype_t dtype,
+                         int root, hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_reduce(const void* sendbuff, void* recvbuff, size_t count, hc_dtype_t dtype,
+                      hc_redop_t op, int root, hc_comm_t comm, hc_stream_t stream,
+                      hc_request_t* req);
+hc_status_t hc_allgather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                         hc_dtype_t dtype, hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_reduce_scatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                              hc_dtype_t dtype, hc_redop_t op, hc_comm_t comm, hc_stream_t stream,
+                              hc_request_t* req);
+hc_status_t hc_alltoall(const void* sendbuff, void* recvbuff, size_t count, hc_dtype_t dtype,
+                        hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_alltoallv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                         void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                         hc_dtype_t dtype, hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_gather(const void* sendbuff, void* recvbuff, size_t count, hc_dtype_t dtype,
+                      int root, hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_scatter(const void* sendbuff, void* recvbuff, size_t count, hc_dtype_t dtype,
+                       int root, hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_send(const void* sendbuff, size_t count, hc_dtype_t dtype, int peer,
+                    hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_recv(void* recvbuff, size_t count, hc_dtype_t dtype, int peer, hc_comm_t comm,
+                    hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_barrier(hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+hc_status_t hc_group_start(void);
+hc_status_t hc_group_end(void);
+
+/* ---- requests ---- */
+/* Sets *done to 1 and frees the request when the operation finished; returns its status then
+ * (HC_OK while not done). */
+hc_status_t hc_test(hc_request_t* req, int* done);
+/* Blocks until the operation completes, fails, or its communicator is aborted; frees the
+ * request and sets *req to NULL. */
+hc_status_t hc_wait(hc_request_t* req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HETERO_COMM_HC_H_ */

@@ -1,0 +1,217 @@
+// The client<->daemon protocol: fixed-layout frames on the Unix socket and the shared segment
+// (rings, signal words, heap). Both sides compile this one header; every struct is standard
+// layout with explicit widths, so the layout is the contract. Depends on common/ only.
+//
+// Connection: the client connects to the SOCK_SEQPACKET socket and sends Hello. The daemon checks
+// the peer's credentials and protocol version and answers Welcome with two descriptors (the
+// sealed memfd segment, the daemon's eventfd for this client) or Error and closes.
+//
+// Segment: [SegmentHeader][submission ring][completion ring][heap]. The client writes submission
+// entries and its host buffers; the daemon writes completion entries and the result data. The
+// daemon reads every submission entry exactly once into its own memory and validates it there:
+// nothing in the segment is trusted, and the heap allocator's state lives in the daemon only.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace hc::ipc {
+
+constexpr uint32_t kFrameMagic = 0x50494348;  // "HCIP" little-endian
+constexpr uint16_t kProtocolMajor = 1;        // a different major is refused at Hello
+constexpr uint16_t kProtocolMinor = 0;
+constexpr size_t kMaxFrameBytes = 1024;       // larger frames are rejected, never truncated
+constexpr size_t kMessageBytes = 200;         // error text carried in Error frames
+constexpr size_t kCompletionText = 104;       // error text carried in completion entries
+
+enum class FrameType : uint16_t {
+  Hello = 1,          // client -> daemon, first frame
+  Welcome = 2,        // daemon -> client, + fds [segment memfd, daemon eventfd]
+  Error = 3,          // daemon -> client: the request failed (or the connection is refused)
+  MemAlloc = 4,       // client -> daemon: allocate from the client's segment heap
+  MemAllocReply = 5,  // daemon -> client
+  MemFree = 6,        // client -> daemon
+  MemFreeReply = 7,   // daemon -> client
+  CommAbort = 8,      // client -> daemon: abort one communicator handle, no reply
+};
+
+struct FrameHeader {
+  uint32_t magic;      // kFrameMagic
+  uint16_t major;      // kProtocolMajor of the sender
+  uint16_t type;       // FrameType
+  uint32_t length;     // bytes of the whole frame, header included; must equal the type's size
+  uint32_t requestId;  // echoed in the reply
+};
+
+struct HelloFrame {
+  FrameHeader header;
+  uint16_t minor;
+  uint16_t reserved;
+  uint32_t pid;
+  uint64_t segmentBytes;  // requested; 0 = the daemon's default; capped by the daemon's maximum
+  char clientName[64];    // NUL-terminated, for logs
+};
+
+struct WelcomeFrame {
+  FrameHeader header;
+  uint16_t minor;
+  uint16_t reserved;
+  uint32_t clientId;
+  uint64_t segmentBytes;
+  uint32_t ringEntries;  // power of two, both rings
+  uint32_t daemonPid;
+  uint64_t submitOffset;      // submission ring entries start here
+  uint64_t completionOffset;  // completion ring entries start here
+  uint64_t heapOffset;
+  uint64_t heapBytes;
+};
+
+struct ErrorFrame {
+  FrameHeader header;
+  int32_t status;  // hc::Code
+  uint32_t reserved;
+  char message[kMessageBytes];  // NUL-terminated
+};
+
+struct MemAllocFrame {
+  FrameHeader header;
+  uint64_t bytes;
+};
+
+struct MemAllocReplyFrame {
+  FrameHeader header;
+  uint64_t offset;  // from the segment start
+  uint64_t bytes;   // rounded up to the allocation granularity
+};
+
+struct MemFreeFrame {
+  FrameHeader header;
+  uint64_t offset;
+};
+
+struct MemFreeReplyFrame {
+  FrameHeader header;
+};
+
+struct CommAbortFrame {
+  FrameHeader header;
+  uint64_t commHandle;
+};
+
+// ---- the shared segment ------------------------------------------------------------------
+
+constexpr uint32_t kSegmentMagic = 0x47455348;  // "HSEG"
+constexpr uint64_t kNoBuffer = ~0ull;           // an absent buffer reference
+constexpr size_t kHeapAlignment = 4096;         // every heap allocation is page aligned
+
+// Operation codes of submission entries.
+enum class OpType : uint8_t {
+  CommInit = 1,     // join communicator `key` as `rank` of `nranks`; completion value = handle
+  CommDestroy = 2,  // leave the communicator; ops after it on other ranks fail
+  AllReduce = 3,
+  Broadcast = 4,
+  Reduce = 5,
+  AllGather = 6,
+  ReduceScatter = 7,
+  Barrier = 8,
+};
+constexpr uint8_t kNumOpTypes = 9;
+
+// Memory kinds of a buffer reference.
+enum class MemKind : uint8_t {
+  Segment = 0,  // offset into this client's segment
+};
+
+// Reduction operator codes in entries: the NCCL values, and PreMulSum for a dynamic op whose
+// scalar travels in the entry.
+enum class RedOp : uint8_t { Sum = 0, Prod = 1, Max = 2, Min = 3, Avg = 4, PreMulSum = 5 };
+constexpr uint8_t kNumRedOps = 6;
+
+struct BufferRef {
+  uint64_t offset;  // kNoBuffer when absent
+  uint8_t kind;     // MemKind
+  uint8_t reserved[7];
+};
+
+// One submission: 128 bytes, written by the client, read once by the daemon.
+struct SubmitEntry {
+  uint64_t requestId;   // echoed in the completion
+  uint64_t commHandle;  // from the CommInit completion; 0 for CommInit itself
+  uint8_t op;           // OpType
+  uint8_t dtype;        // hc_dtype_t / ncclDataType_t value
+  uint8_t redop;        // RedOp
+  uint8_t reserved0;
+  int32_t root;         // broadcast/reduce root; -1 otherwise
+  uint64_t count;       // elements (allgather: per rank sent; reduce-scatter: per rank received)
+  BufferRef send;
+  BufferRef recv;
+  uint64_t scalar;      // PreMulSum: the scalar's bytes in dtype, little-endian, zero-padded
+  // CommInit only:
+  uint8_t key[16];      // communicator key from the unique id
+  int32_t nranks;
+  int32_t rank;
+  int32_t timeoutMs;    // init deadline; ops on the communicator wait without limit when <= 0
+  uint32_t reserved1;
+  uint64_t reserved2[3];
+};
+static_assert(sizeof(SubmitEntry) == 128 && std::is_standard_layout_v<SubmitEntry>);
+
+struct CompletionEntry {
+  uint64_t requestId;
+  int32_t status;  // hc::Code
+  uint32_t reserved;
+  uint64_t value;                // CommInit: the communicator handle
+  char message[kCompletionText];  // NUL-terminated error text when status != Ok
+};
+static_assert(sizeof(CompletionEntry) == 128 && std::is_standard_layout_v<CompletionEntry>);
+
+// The first page of the segment. Counters are free-running uint32; index = counter & (entries-1).
+// Each word sits on its own cache line so the two writers never share one.
+//
+// Wake-up handshake (the io_uring SQ_NEED_WAKEUP idea), the same on both rings:
+//   producer: write entry; tail.store(release); fence(seq_cst); if (sleeper flag) wake.
+//   consumer: before sleeping: flag.store; fence(seq_cst); recheck tail; sleep only if empty.
+// The two seq_cst fences order each side's store before its load, so either the producer sees
+// the flag or the consumer sees the new tail: a wake-up is never lost, and a running peer is
+// never woken for nothing.
+struct SegmentHeader {
+  uint32_t magic;  // kSegmentMagic
+  uint16_t major;
+  uint16_t minor;
+  uint64_t segmentBytes;
+  uint32_t ringEntries;
+  uint32_t reserved;
+  alignas(64) std::atomic<uint32_t> submitTail;  // written by the client
+  alignas(64) std::atomic<uint32_t> submitHead;  // written by the daemon
+  alignas(64) std::atomic<uint32_t> daemonSleeping;  // daemon sets it before epoll_wait
+  alignas(64) std::atomic<uint32_t> completionTail;  // written by the daemon
+  alignas(64) std::atomic<uint32_t> completionHead;  // written by the client
+  // Bumped by the daemon after every batch of completions; clients FUTEX_WAIT on it (shared).
+  alignas(64) std::atomic<uint32_t> completionFutex;
+  alignas(64) std::atomic<uint32_t> clientSleepers;  // client threads inside FUTEX_WAIT
+};
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+static_assert(sizeof(SegmentHeader) <= 4096);
+
+constexpr uint64_t kHeaderBytes = 4096;
+
+// Offsets of the parts of a segment with `entries` ring slots, page aligned.
+struct SegmentLayout {
+  uint64_t submitOffset;
+  uint64_t completionOffset;
+  uint64_t heapOffset;
+  uint64_t heapBytes;
+};
+constexpr SegmentLayout segmentLayout(uint64_t segmentBytes, uint32_t entries) {
+  auto pageUp = [](uint64_t v) { return (v + kHeapAlignment - 1) / kHeapAlignment * kHeapAlignment; };
+  SegmentLayout l{};
+  l.submitOffset = kHeaderBytes;
+  l.completionOffset = pageUp(l.submitOffset + uint64_t{entries} * sizeof(SubmitEntry));
+  l.heapOffset = pageUp(l.completionOffset + uint64_t{entries} * sizeof(CompletionEntry));
+  l.heapBytes = segmentBytes > l.heapOffset ? segmentBytes - l.heapOffset : 0;
+  return l;
+}
+
+}  // namespace hc::ipc
