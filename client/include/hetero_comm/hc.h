@@ -25,6 +25,11 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility; everything declared here is its interface. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define HC_MAJOR 0
 #define HC_MINOR 1
 #define HC_PATCH 0
@@ -177,6 +182,10 @@ hc_status_t hc_test(hc_request_t* req, int* done);
 /* Blocks until the operation completes, fails, or its communicator is aborted; frees the
  * request and sets *req to NULL. */
 hc_status_t hc_wait(hc_request_t* req);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,78 @@
+// The daemon's configuration: one validated struct built from defaults, the TOML file(s), HC_*
+// environment variables and command-line flags, in that order of increasing precedence.
+// Control path only: these functions may allocate and read files; none of them throws.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/paths.h"
+#include "common/status.h"
+
+namespace hc::config {
+
+// The file read when neither --config nor HC_CONFIG names one; conf.d/*.toml beside it follow.
+inline constexpr std::string_view kDefaultConfigPath = "/etc/hetero-comm/hetero-commd.toml";
+
+// Every field is also a TOML key "<section>.<key>", an environment variable HC_<SECTION>_<KEY>
+// and a `--set section.key=value` flag; the table in settings.cc is the one list of them.
+struct DaemonConfig {
+  // [server]
+  std::string socketPath = hc::defaultSocketPath();  // socket; aliases HC_SOCKET, --socket
+  std::string logLevel = "info";  // log_level: trace|debug|info|warn|error|off; HC_LOG_LEVEL
+  // [session]
+  uint64_t segmentBytes = 1ull << 30;      // segment_bytes: default per-client shared segment
+  uint64_t maxSegmentBytes = 16ull << 30;  // max_segment_bytes: cap on what a client may request
+  uint32_t ringEntries = 256;              // ring_entries: power of two in [16, 4096]
+  uint32_t maxClients = 1024;              // max_clients
+  // [access]
+  std::vector<uint32_t> allowUids;  // allow_uids: extra uids (the daemon's uid and root always are)
+  std::vector<std::string> allowGroups = {"hetero-comm"};  // allow_groups: members may connect
+  std::string socketGroup = "hetero-comm";  // socket_group: socket's group when it exists; "" = keep
+  // [exec]
+  uint32_t reductionThreads = 2;     // reduction_threads: 0 = online CPUs, capped at 16
+  uint64_t inlineBytes = 256 << 10;  // inline_bytes: ops moving up to this run on the IPC thread
+  uint32_t spinUs = 50;              // spin_us: poll this long after activity before sleeping
+  // [comm]
+  int32_t initTimeoutMs = 120000;  // init_timeout_ms: deadline for all ranks to join (>0)
+  int32_t opTimeoutMs = 0;         // op_timeout_ms: 0 = a late rank is waited for without limit
+
+  bool operator==(const DaemonConfig&) const = default;
+};
+
+struct LoadOutcome {
+  DaemonConfig config;
+  bool printConfig = false;  // --print-config: print toToml(config) and exit
+  bool checkConfig = false;  // --check-config: the config is valid; exit 0
+  bool version = false;      // --version: files and environment were not read
+  bool help = false;         // --help: helpText holds the usage; nothing else was read
+  std::string helpText;
+  std::vector<std::string> sources;  // config files read, in the order they were applied
+};
+
+// Parses argv (argv[0] is the program name), reads the files, applies `env` (tests pass their
+// own map; main passes processEnvironment()) and validates the result. Every error, including a
+// malformed file or flag, is InvalidArgument with a message naming the file, variable or flag and
+// the key. When --help or --version is given, returns at once with only that field set.
+[[nodiscard]] hc::Result<LoadOutcome> loadConfig(int argc, const char* const* argv,
+                                                 const std::map<std::string, std::string>& env);
+
+// A copy of the process environment (environ).
+std::map<std::string, std::string> processEnvironment();
+
+// The configuration as TOML, every key with a one-line comment; loading it gives `config` back.
+std::string toToml(const DaemonConfig& config);
+
+// Checks ranges and cross-key rules; the message names the offending key ("exec.spin_us ...").
+[[nodiscard]] hc::Status validate(const DaemonConfig& config);
+
+// "4096", "512MiB", "2 G", "64k": K/M/G/T and KiB/MiB/GiB/TiB are all powers of 1024.
+[[nodiscard]] hc::Result<uint64_t> parseSize(std::string_view text);
+
+// reductionThreads with 0 resolved to the CPUs this process may run on, capped at 16.
+uint32_t resolvedReductionThreads(const DaemonConfig& config);
+
+}  // namespace hc::config

@@ -1,0 +1,324 @@
+#include "daemon/config/settings.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <utility>
+
+namespace hc::config::detail {
+namespace {
+
+using C = DaemonConfig;
+
+// Every tunable, declared once: its TOML key, environment name and flags derive from this row.
+const std::array<Setting, 14> kSettings = {{
+    {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
+    {"server", "log_level", &C::logLevel, "--log-level",
+     "trace, debug, info, warn, error or off"},
+    {"session", "segment_bytes", &C::segmentBytes, "--segment-bytes",
+     "default shared segment per client (bytes, or \"512MiB\")"},
+    {"session", "max_segment_bytes", &C::maxSegmentBytes, "--max-segment-bytes",
+     "largest segment a client may request"},
+    {"session", "ring_entries", &C::ringEntries, "--ring-entries",
+     "submission ring slots per client: a power of two in [16, 4096]"},
+    {"session", "max_clients", &C::maxClients, "", "clients connected at once"},
+    {"access", "allow_uids", &C::allowUids, "",
+     "extra uids allowed to connect (the daemon's uid and root always are)"},
+    {"access", "allow_groups", &C::allowGroups, "", "groups whose members may connect"},
+    {"access", "socket_group", &C::socketGroup, "",
+     "group owner given to the socket when the group exists (\"\" keeps it)"},
+    {"exec", "reduction_threads", &C::reductionThreads, "--reduction-threads",
+     "reduction pool size; 0 = CPUs this process may use, capped at 16"},
+    {"exec", "inline_bytes", &C::inlineBytes, "--inline-bytes",
+     "ops moving up to this many bytes run on the IPC thread"},
+    {"exec", "spin_us", &C::spinUs, "--spin-us",
+     "microseconds a loop polls after activity before it sleeps (0..10000)"},
+    {"comm", "init_timeout_ms", &C::initTimeoutMs, "--init-timeout-ms",
+     "deadline for all ranks of a communicator to join (> 0)"},
+    {"comm", "op_timeout_ms", &C::opTimeoutMs, "--op-timeout-ms",
+     "0 = a late rank is waited for without limit"},
+}};
+
+const std::array<std::string_view, 5> kSections = {"server", "session", "access", "exec", "comm"};
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+std::string bad(const Setting& s, std::string_view expected, std::string_view got) {
+  return dottedName(s) + ": expected " + std::string(expected) + ", got " + std::string(got);
+}
+
+template <typename T>
+hc::Result<T> parseInteger(const Setting& s, std::string_view text, std::string_view expected) {
+  std::string_view t = trim(text);
+  T value{};
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) {
+    return hc::invalidArgument(bad(s, expected, "'" + std::string(text) + "'"));
+  }
+  return value;
+}
+
+template <typename T>
+hc::Result<T> nodeInteger(const Setting& s, const toml::node& node, std::string_view expected) {
+  const auto* v = node.as_integer();
+  if (v == nullptr) {
+    std::ostringstream type;
+    type << node.type();
+    return hc::invalidArgument(bad(s, expected, "a " + type.str()));
+  }
+  int64_t i = v->get();
+  if (!std::in_range<T>(i)) {
+    return hc::invalidArgument(bad(s, expected, std::to_string(i)));
+  }
+  return static_cast<T>(i);
+}
+
+hc::Result<uint64_t> sizeFrom(const Setting& s, std::string_view text) {
+  auto r = parseSize(text);
+  if (!r) return hc::invalidArgument(dottedName(s) + ": " + r.status().message());
+  return r;
+}
+
+std::vector<std::string_view> splitList(std::string_view text) {
+  std::vector<std::string_view> items;
+  while (true) {
+    size_t comma = text.find(',');
+    std::string_view item = trim(text.substr(0, comma));
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string_view::npos) return items;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+void writeString(std::string_view s, std::ostream& out) {
+  out << '"';
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out << '\\' << c;
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
+      out << buf;
+    } else {
+      out << c;
+    }
+  }
+  out << '"';
+}
+
+}  // namespace
+
+std::span<const Setting> settings() { return kSettings; }
+std::span<const std::string_view> sections() { return kSections; }
+
+bool isSection(std::string_view section) {
+  return std::find(kSections.begin(), kSections.end(), section) != kSections.end();
+}
+
+const Setting* findSetting(std::string_view section, std::string_view key) {
+  for (const Setting& s : kSettings) {
+    if (s.section == section && s.key == key) return &s;
+  }
+  return nullptr;
+}
+
+const Setting* findSetting(std::string_view dotted) {
+  size_t dot = dotted.find('.');
+  if (dot == std::string_view::npos) return nullptr;
+  return findSetting(dotted.substr(0, dot), dotted.substr(dot + 1));
+}
+
+std::string dottedName(const Setting& s) {
+  return std::string(s.section) + "." + std::string(s.key);
+}
+
+std::string envName(const Setting& s) {
+  std::string name = "HC_" + std::string(s.section) + "_" + std::string(s.key);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+hc::Status applyText(const Setting& s, std::string_view text, DaemonConfig* config) {
+  return std::visit(
+      Overloaded{
+          [&](std::string C::*f) -> hc::Status {
+            config->*f = std::string(text);
+            return {};
+          },
+          [&](uint64_t C::*f) -> hc::Status {
+            auto v = sizeFrom(s, text);
+            if (v) config->*f = *v;
+            return v.status();
+          },
+          [&](uint32_t C::*f) -> hc::Status {
+            auto v = parseInteger<uint32_t>(s, text, "an unsigned 32-bit integer");
+            if (v) config->*f = *v;
+            return v.status();
+          },
+          [&](int32_t C::*f) -> hc::Status {
+            auto v = parseInteger<int32_t>(s, text, "a 32-bit integer");
+            if (v) config->*f = *v;
+            return v.status();
+          },
+          [&](std::vector<uint32_t> C::*f) -> hc::Status {
+            std::vector<uint32_t> out;
+            for (std::string_view item : splitList(text)) {
+              auto v = parseInteger<uint32_t>(s, item, "a comma-separated list of uids");
+              if (!v) return v.status();
+              out.push_back(*v);
+            }
+            config->*f = std::move(out);
+            return {};
+          },
+          [&](std::vector<std::string> C::*f) -> hc::Status {
+            std::vector<std::string> out;
+            for (std::string_view item : splitList(text)) out.emplace_back(item);
+            config->*f = std::move(out);
+            return {};
+          },
+      },
+      s.field);
+}
+
+hc::Status applyNode(const Setting& s, const toml::node& node, DaemonConfig* config) {
+  std::ostringstream type;
+  type << node.type();
+  const std::string got = "a " + type.str();
+  return std::visit(
+      Overloaded{
+          [&](std::string C::*f) -> hc::Status {
+            if (!node.is_string()) return hc::invalidArgument(bad(s, "a string", got));
+            config->*f = node.as_string()->get();
+            return {};
+          },
+          [&](uint64_t C::*f) -> hc::Status {
+            if (node.is_string()) return applyText(s, node.as_string()->get(), config);
+            auto v = nodeInteger<uint64_t>(s, node, "a byte count (integer or \"512MiB\")");
+            if (v) config->*f = *v;
+            return v.status();
+          },
+          [&](uint32_t C::*f) -> hc::Status {
+            auto v = nodeInteger<uint32_t>(s, node, "an unsigned 32-bit integer");
+            if (v) config->*f = *v;
+            return v.status();
+          },
+          [&](int32_t C::*f) -> hc::Status {
+            auto v = nodeInteger<int32_t>(s, node, "a 32-bit integer");
+            if (v) config->*f = *v;
+            return v.status();
+          },
+          [&](std::vector<uint32_t> C::*f) -> hc::Status {
+            const auto* arr = node.as_array();
+            if (arr == nullptr) return hc::invalidArgument(bad(s, "an array of uids", got));
+            std::vector<uint32_t> out;
+            for (const toml::node& item : *arr) {
+              auto v = nodeInteger<uint32_t>(s, item, "an array of uids");
+              if (!v) return v.status();
+              out.push_back(*v);
+            }
+            config->*f = std::move(out);
+            return {};
+          },
+          [&](std::vector<std::string> C::*f) -> hc::Status {
+            const auto* arr = node.as_array();
+            if (arr == nullptr || !arr->is_homogeneous(toml::node_type::string)) {
+              // An empty array is homogeneous in no type, yet is a fine empty list.
+              if (arr == nullptr || !arr->empty()) {
+                return hc::invalidArgument(bad(s, "an array of strings", got));
+              }
+            }
+            std::vector<std::string> out;
+            for (const toml::node& item : *arr) out.push_back(item.as_string()->get());
+            config->*f = std::move(out);
+            return {};
+          },
+      },
+      s.field);
+}
+
+void writeValue(const Setting& s, const DaemonConfig& config, std::ostream& out) {
+  std::visit(Overloaded{
+                 [&](std::string C::*f) { writeString(config.*f, out); },
+                 [&](uint64_t C::*f) {
+                   // TOML integers are signed 64-bit; a larger size survives as a string.
+                   uint64_t v = config.*f;
+                   if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+                     out << '"' << v << '"';
+                   } else {
+                     out << v;
+                   }
+                 },
+                 [&](uint32_t C::*f) { out << config.*f; },
+                 [&](int32_t C::*f) { out << config.*f; },
+                 [&](std::vector<uint32_t> C::*f) {
+                   out << '[';
+                   for (size_t i = 0; i < (config.*f).size(); ++i) {
+                     out << (i ? ", " : "") << (config.*f)[i];
+                   }
+                   out << ']';
+                 },
+                 [&](std::vector<std::string> C::*f) {
+                   out << '[';
+                   for (size_t i = 0; i < (config.*f).size(); ++i) {
+                     out << (i ? ", " : "");
+                     writeString((config.*f)[i], out);
+                   }
+                   out << ']';
+                 },
+             },
+             s.field);
+}
+
+}  // namespace hc::config::detail
+
+namespace hc::config {
+
+hc::Result<uint64_t> parseSize(std::string_view text) {
+  std::string_view t = detail::trim(text);
+  uint64_t number = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), number);
+  if (ec != std::errc()) {
+    return hc::invalidArgument("expected a byte count like 4096 or \"512MiB\", got '" +
+                               std::string(text) + "'");
+  }
+  std::string_view suffix = detail::trim(t.substr(end - t.data()));
+  struct Unit {
+    std::string_view a, b;
+    unsigned shift;
+  };
+  constexpr Unit kUnits[] = {{"", "B", 0},     {"K", "KiB", 10}, {"M", "MiB", 20},
+                             {"G", "GiB", 30}, {"T", "TiB", 40}};
+  for (const Unit& u : kUnits) {
+    if (!detail::iequals(suffix, u.a) && !detail::iequals(suffix, u.b)) continue;
+    if (number > (std::numeric_limits<uint64_t>::max() >> u.shift)) {
+      return hc::invalidArgument("byte count '" + std::string(text) + "' does not fit in 64 bits");
+    }
+    return number << u.shift;
+  }
+  return hc::invalidArgument("expected a byte count like 4096 or \"512MiB\" (suffixes K, M, G, "
+                             "T, KiB, MiB, GiB, TiB), got '" + std::string(text) + "'");
+}
+
+}  // namespace hc::config

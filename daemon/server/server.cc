@@ -1,0 +1,271 @@
+#include "daemon/server/server.h"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "common/ipc/frames.h"
+#include "common/seqpacket.h"
+
+namespace hc::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// epoll tags: the kind in the top byte, a session id below.
+constexpr uint64_t kListenTag = 1ull << 56;
+constexpr uint64_t kSignalTag = 2ull << 56;
+constexpr uint64_t kDoneTag = 3ull << 56;
+constexpr uint64_t kSocketTag = 4ull << 56;
+constexpr uint64_t kEventTag = 5ull << 56;
+constexpr uint64_t kKindMask = 0xffull << 56;
+
+}  // namespace
+
+Server::Server(const config::DaemonConfig& config) : config_(config) {}
+
+Server::~Server() {
+  if (ownsSocketPath_) ::unlink(config_.socketPath.c_str());
+}
+
+Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& config) {
+  std::unique_ptr<Server> s(new Server(config));
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  if (::pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return internalError("sigmask");
+  ::signal(SIGPIPE, SIG_IGN);
+  s->signals_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!s->signals_.valid()) return systemError("signalfd", errno);
+  s->epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  if (!s->epoll_.valid()) return systemError("epoll_create1", errno);
+
+  s->policy_ = makeAccessPolicy(config.allowUids, config.allowGroups);
+  unsigned threads = config.reductionThreads;
+  if (threads == 0) threads = std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
+  s->pool_ = std::make_unique<coll::ReductionPool>(threads);
+  session::EngineOptions eo;
+  eo.inlineBytes = config.inlineBytes;
+  eo.initTimeoutMs = config.initTimeoutMs;
+  eo.opTimeoutMs = config.opTimeoutMs;
+  s->engine_ = std::make_unique<session::Engine>(eo, s->pool_.get());
+
+  auto listen = openClientSocket(config.socketPath, config.socketGroup, &s->ownsSocketPath_);
+  if (!listen.isOk()) return listen.status();
+  s->listen_ = std::move(listen.value());
+  HC_RETURN_IF_ERROR(s->watch(s->listen_.get(), kListenTag, EPOLLIN));
+  HC_RETURN_IF_ERROR(s->watch(s->signals_.get(), kSignalTag, EPOLLIN));
+  HC_RETURN_IF_ERROR(s->watch(s->engine_->doneFd(), kDoneTag, EPOLLIN));
+  return s;
+}
+
+Status Server::watch(int fd, uint64_t tag, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = tag;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return systemError("epoll_ctl", errno);
+  return okStatus();
+}
+
+void Server::notifyStatus() {
+  sd_notifyf(0, "STATUS=serving %zu clients on %s", sessions_.size(), config_.socketPath.c_str());
+}
+
+int Server::run() {
+  spdlog::info("hetero-commd {} serving {} ({} reduction threads, spin {} us)", "0.1.0",
+               config_.socketPath, config_.reductionThreads, config_.spinUs);
+  sd_notify(0, "READY=1");
+  notifyStatus();
+  const auto spin = std::chrono::microseconds(config_.spinUs);
+  auto lastActivity = Clock::now();
+  epoll_event events[64];
+  for (;;) {
+    if (stopping_ && engine_->idle()) break;
+    int timeout = 0;
+    bool sleeping = Clock::now() - lastActivity >= spin;
+    if (sleeping) {
+      setSleeping(1);
+      // Pairs with the client's fence in wakeDaemonIfSleeping: either it sees the flag and rings
+      // the eventfd, or this recheck sees its entry.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      timeout = ringsPending() ? 0 : sleepTimeoutMs();
+    }
+    int n = ::epoll_wait(epoll_.get(), events, 64, timeout);
+    if (sleeping) setSleeping(0);
+    bool active = n > 0;
+    for (int i = 0; i < n; ++i) {
+      uint64_t tag = events[i].data.u64;
+      uint64_t kind = tag & kKindMask;
+      auto id = static_cast<uint32_t>(tag & ~kKindMask);
+      if (kind == kListenTag) {
+        acceptClients();
+      } else if (kind == kSignalTag) {
+        signalfd_siginfo si;
+        while (::read(signals_.get(), &si, sizeof(si)) == sizeof(si)) {
+          spdlog::info("signal {}: draining and stopping", si.ssi_signo);
+        }
+        beginShutdown();
+      } else if (kind == kDoneTag) {
+        engine_->collectFinished();
+      } else if (auto it = sessions_.find(id); it != sessions_.end()) {
+        if (kind == kSocketTag) {
+          onClientSocket(it->second);
+        } else {
+          uint64_t count;
+          [[maybe_unused]] ssize_t r = ::read(it->second->eventFd(), &count, sizeof(count));
+        }
+      }
+    }
+    if (drainRings()) active = true;
+    auto now = Clock::now();
+    if (auto d = engine_->nextDeadline(); d && now >= *d) engine_->checkDeadlines(now);
+    if (active) lastActivity = now;
+  }
+  for (auto& [id, s] : std::map(sessions_)) closeSession(s, unavailable("hetero-commd stopped"), false);
+  sd_notify(0, "STATUS=stopped");
+  spdlog::info("hetero-commd stopped");
+  return 0;
+}
+
+void Server::setSleeping(uint32_t value) {
+  for (auto& [id, s] : sessions_) {
+    if (s->welcomed()) s->segment()->view().header->daemonSleeping.store(value, std::memory_order_relaxed);
+  }
+}
+
+bool Server::ringsPending() const {
+  for (const auto& [id, s] : sessions_) {
+    if (s->welcomed() && !s->segment()->view().submit.empty()) return true;
+  }
+  return false;
+}
+
+int Server::sleepTimeoutMs() const {
+  if (stopping_) return 20;
+  auto d = engine_->nextDeadline();
+  if (!d) return -1;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(ms + 1, 0, 60'000));
+}
+
+bool Server::drainRings() {
+  bool took = false;
+  for (auto& [id, s] : std::map(sessions_)) {
+    if (!s->welcomed()) continue;
+    auto r = engine_->drain(s);
+    if (!r.isOk()) {
+      closeSession(s, r.status(), true);
+      continue;
+    }
+    took = took || *r;
+  }
+  return took;
+}
+
+void Server::acceptClients() {
+  for (;;) {
+    UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!fd.valid()) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        spdlog::warn("accept: {}", std::strerror(errno));
+      }
+      return;
+    }
+    auto refuse = [&](const Status& why) {
+      spdlog::warn("refused a client: {}", why.message());
+      [[maybe_unused]] Status s = sendMessage(fd.get(), ipc::frameBytes(ipc::makeErrorFrame(0, why)));
+    };
+    auto peer = checkPeer(fd.get(), policy_);
+    if (!peer.isOk()) {
+      refuse(peer.status());
+      continue;
+    }
+    if (stopping_ || sessions_.size() >= config_.maxClients) {
+      refuse(Status{Code::NoResource, stopping_ ? "hetero-commd is shutting down"
+                                                : "too many clients (max_clients " +
+                                                      std::to_string(config_.maxClients) + ")"});
+      continue;
+    }
+    uint32_t id = nextSessionId_++;
+    int raw = fd.get();
+    auto s = std::make_shared<session::Session>(id, std::move(fd), *peer);
+    if (!watch(raw, kSocketTag | id, EPOLLIN | EPOLLRDHUP).isOk()) continue;
+    sessions_[id] = s;
+  }
+}
+
+void Server::onClientSocket(const session::SessionPtr& s) {
+  for (;;) {
+    auto msg = receiveMessage(s->socketFd(), ipc::kMaxFrameBytes + 1);
+    if (!msg.isOk()) {
+      if (msg.status().code() == Code::NoResource) return;
+      closeSession(s, unavailable(s->describe() + " disconnected"), false);
+      return;
+    }
+    Status bad;
+    if (msg->truncated || msg->bytes.size() > ipc::kMaxFrameBytes) {
+      bad = invalidArgument("frame exceeds the " + std::to_string(ipc::kMaxFrameBytes) +
+                            "-byte maximum");
+    } else if (msg->fdsTruncated) {
+      bad = invalidArgument("too many descriptors attached to a frame");
+    } else {
+      auto type = ipc::validateFrame(msg->bytes, msg->fds.size());
+      if (type.isOk() && *type == ipc::FrameType::CommAbort && s->welcomed()) {
+        engine_->abortHandle(s, ipc::frameAs<ipc::CommAbortFrame>(msg->bytes).commHandle);
+        continue;
+      }
+      bool wasWelcomed = s->welcomed();
+      bad = type.isOk() ? s->handleFrame(msg->bytes, msg->fds.size(), config_.segmentBytes,
+                                         config_.maxSegmentBytes, config_.ringEntries)
+                        : type.status();
+      if (bad.isOk() && !wasWelcomed && s->welcomed()) {
+        if (!watch(s->eventFd(), kEventTag | s->id(), EPOLLIN).isOk()) {
+          bad = internalError("cannot watch the client's eventfd");
+        }
+        notifyStatus();
+      }
+    }
+    if (!bad.isOk()) {
+      spdlog::warn("{}: {}; closing the connection", s->describe(), bad.message());
+      closeSession(s, bad, true);
+      return;
+    }
+  }
+}
+
+void Server::closeSession(const session::SessionPtr& s, const Status& why, bool tellClient) {
+  if (tellClient) {
+    [[maybe_unused]] Status st =
+        sendMessage(s->socketFd(), ipc::frameBytes(ipc::makeErrorFrame(0, why)));
+  }
+  engine_->sessionClosed(s, why);
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->socketFd(), nullptr);
+  if (s->welcomed()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->eventFd(), nullptr);
+  sessions_.erase(s->id());
+  s->closeSocket();
+  if (s->welcomed()) spdlog::info("{} closed: {}", s->describe(), why.message());
+  notifyStatus();
+}
+
+void Server::beginShutdown() {
+  if (stopping_) return;
+  stopping_ = true;
+  sd_notify(0, "STOPPING=1");
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listen_.get(), nullptr);
+  listen_.reset();
+  if (ownsSocketPath_) ::unlink(config_.socketPath.c_str());
+  ownsSocketPath_ = false;
+  engine_->failPending(unavailable("hetero-commd is shutting down"));
+}
+
+}  // namespace hc::server

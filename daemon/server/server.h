@@ -1,0 +1,55 @@
+// Server: hetero-commd's lifecycle. Owns the client socket, the IPC thread's epoll loop (client
+// sockets, their eventfds, the pool's done eventfd, signals), the sessions and the engine.
+// Ready for systemd (READY=1) once the socket listens; SIGTERM drains and returns exit code 0.
+#pragma once
+
+#include <sys/epoll.h>
+
+#include <map>
+#include <memory>
+
+#include "common/unique_fd.h"
+#include "daemon/coll/reduction_pool.h"
+#include "daemon/config/daemon_config.h"
+#include "daemon/server/listener.h"
+#include "daemon/session/engine.h"
+#include "daemon/session/session.h"
+
+namespace hc::server {
+
+class Server {
+ public:
+  // Blocks SIGTERM/SIGINT for the whole process: call before any other thread starts.
+  static Result<std::unique_ptr<Server>> create(const config::DaemonConfig& config);
+  ~Server();
+
+  // Serves until SIGTERM or SIGINT; returns the process exit code.
+  int run();
+
+ private:
+  explicit Server(const config::DaemonConfig& config);
+  Status watch(int fd, uint64_t tag, uint32_t events);
+  void acceptClients();
+  void onClientSocket(const session::SessionPtr& s);
+  void closeSession(const session::SessionPtr& s, const Status& why, bool tellClient);
+  bool drainRings();
+  bool ringsPending() const;
+  void setSleeping(uint32_t value);
+  int sleepTimeoutMs() const;
+  void beginShutdown();
+  void notifyStatus();
+
+  config::DaemonConfig config_;
+  AccessPolicy policy_;
+  UniqueFd epoll_;
+  UniqueFd listen_;
+  UniqueFd signals_;
+  bool ownsSocketPath_ = false;
+  std::unique_ptr<coll::ReductionPool> pool_;
+  std::unique_ptr<session::Engine> engine_;
+  std::map<uint32_t, session::SessionPtr> sessions_;
+  uint32_t nextSessionId_ = 1;
+  bool stopping_ = false;
+};
+
+}  // namespace hc::server

@@ -1,0 +1,256 @@
+#include "daemon/session/engine.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/session/validate.h"
+
+namespace hc::session {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string hexKey(const uint8_t* key) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 16; ++i) {
+    s += digits[key[i] >> 4];
+    s += digits[key[i] & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options, coll::ReductionPool* pool)
+    : options_(options), pool_(pool), doneFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  HC_CHECK(doneFd_.valid());
+}
+
+Engine::~Engine() = default;
+
+Result<bool> Engine::drain(const SessionPtr& session) {
+  bool took = false;
+  ipc::SubmitEntry e;
+  while (session->inFlight < options_.maxInFlight) {
+    ipc::PopResult r = session->popSubmission(&e);
+    if (r == ipc::PopResult::Empty) break;
+    if (r == ipc::PopResult::Corrupt) return invalidArgument("submission ring is corrupt");
+    took = true;
+    ++session->inFlight;
+    accept(session, e);
+  }
+  session->flushCompletions();
+  return took;
+}
+
+void Engine::accept(const SessionPtr& session, const ipc::SubmitEntry& e) {
+  if (e.op == 0 || e.op >= ipc::kNumOpTypes) {
+    session->complete(e.requestId, invalidArgument("unknown operation " + std::to_string(e.op)));
+    return;
+  }
+  auto type = static_cast<ipc::OpType>(e.op);
+  if (type == ipc::OpType::CommInit) return join(session, e);
+  Member* m = session->member(e.commHandle);
+  if (m == nullptr) {
+    session->complete(e.requestId,
+                      notFound("unknown communicator handle " + std::to_string(e.commHandle)));
+    return;
+  }
+  auto comm = m->comm;
+  if (type == ipc::OpType::CommDestroy) {
+    comm->leave(m->rank, unavailable("rank " + std::to_string(m->rank) +
+                                     " destroyed its handle of the communicator"));
+    session->removeMember(e.commHandle);
+    session->complete(e.requestId, okStatus());
+    dropIfEmpty(comm);
+    return;
+  }
+  auto op = resolveOp(e, session, m->rank, comm->nranks());
+  if (!op.isOk()) {
+    session->complete(e.requestId, op.status());
+    return;
+  }
+  op->postedAt = Clock::now();
+  comm->post(m->rank, std::move(op.value()));
+  progress(comm);
+}
+
+void Engine::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
+  if (e.nranks <= 0 || e.rank < 0 || e.rank >= e.nranks) {
+    session->complete(e.requestId, invalidArgument("comm init: rank " + std::to_string(e.rank) +
+                                                   " of " + std::to_string(e.nranks) +
+                                                   " ranks is out of range"));
+    return;
+  }
+  std::string key = hexKey(e.key);
+  auto [it, fresh] = inits_.try_emplace(key);
+  PendingInit& init = it->second;
+  if (fresh) {
+    int timeout = e.timeoutMs > 0 ? e.timeoutMs : options_.initTimeoutMs;
+    init.nranks = e.nranks;
+    init.deadline = Clock::now() + std::chrono::milliseconds(timeout);
+  }
+  if (init.nranks != e.nranks) {
+    session->complete(e.requestId,
+                      invalidArgument("comm init: rank " + std::to_string(e.rank) + " says " +
+                                      std::to_string(e.nranks) + " ranks, others said " +
+                                      std::to_string(init.nranks)));
+    failInit(key, invalidArgument("comm init: ranks disagree on the number of ranks (" +
+                                  std::to_string(init.nranks) + " vs " +
+                                  std::to_string(e.nranks) + ")"));
+    return;
+  }
+  if (init.joined.count(e.rank) != 0) {
+    session->complete(e.requestId, invalidArgument("comm init: rank " + std::to_string(e.rank) +
+                                                   " already joined this communicator"));
+    return;
+  }
+  init.joined[e.rank] = Joiner{session, e.requestId};
+  if (static_cast<int>(init.joined.size()) < init.nranks) return;
+
+  auto comm = std::make_shared<Communicator>(nextCommId_++, init.nranks, options_.opTimeoutMs);
+  for (auto& [rank, j] : init.joined) {
+    comm->setMember(rank, j.session.get());
+    uint64_t handle = j.session->addMember(Member{comm, rank});
+    j.session->complete(j.requestId, okStatus(), handle);
+  }
+  spdlog::info("communicator {:x} formed: {} local ranks", comm->id(), init.nranks);
+  comms_[comm->id()] = comm;
+  inits_.erase(it);
+}
+
+void Engine::failInit(const std::string& key, const Status& why) {
+  auto it = inits_.find(key);
+  if (it == inits_.end()) return;
+  for (auto& [rank, j] : it->second.joined) j.session->complete(j.requestId, why);
+  inits_.erase(it);
+}
+
+void Engine::progress(const std::shared_ptr<Communicator>& comm) {
+  for (;;) {
+    auto heads = comm->takeReady();
+    if (!heads) break;
+    coll::LocalOp lop{heads->front().type, heads->front().dtype, heads->front().redop,
+                      heads->front().root, heads->front().count};
+    std::vector<coll::RankBuffers> bufs;
+    for (const auto& h : *heads) bufs.push_back(h.buffers);
+    auto plan = std::make_unique<coll::LocalPlan>(lop, std::move(bufs), options_.pieceBytes);
+    if (pool_ == nullptr || plan->bytesMoved() <= options_.inlineBytes || plan->pieces() < 2) {
+      for (size_t i = 0; i < plan->pieces(); ++i) plan->runPiece(i);
+      comm->finishRunning(*heads, okStatus());
+      continue;
+    }
+    uint64_t id = nextRunId_++;
+    coll::LocalPlan* raw = plan.get();
+    running_[id] = Running{comm, std::move(*heads), std::move(plan)};
+    pool_->submit(
+        raw->pieces(), [raw](size_t i) { raw->runPiece(i); },
+        [this, id] {
+          {
+            std::lock_guard<std::mutex> lock(finishedMutex_);
+            finished_.push_back(id);
+          }
+          uint64_t one = 1;
+          [[maybe_unused]] ssize_t n = ::write(doneFd_.get(), &one, sizeof(one));
+        });
+    break;  // the communicator is busy until this op finishes
+  }
+}
+
+void Engine::collectFinished() {
+  uint64_t count;
+  [[maybe_unused]] ssize_t n = ::read(doneFd_.get(), &count, sizeof(count));
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(finishedMutex_);
+    ids.swap(finished_);
+  }
+  for (uint64_t id : ids) finish(id);
+}
+
+void Engine::finish(uint64_t runId) {
+  auto it = running_.find(runId);
+  if (it == running_.end()) return;
+  auto comm = it->second.comm;
+  comm->finishRunning(it->second.heads, okStatus());
+  for (auto& h : it->second.heads) h.session->flushCompletions();
+  running_.erase(it);
+  progress(comm);
+}
+
+void Engine::sessionClosed(const SessionPtr& session, const Status& why) {
+  for (auto& [handle, m] : session->members()) {
+    m.comm->leave(m.rank, Status{why.code(), "rank " + std::to_string(m.rank) + ": " +
+                                                 why.message()});
+  }
+  session->members().clear();
+  std::vector<std::string> doomed;
+  for (auto& [key, init] : inits_) {
+    for (auto& [rank, j] : init.joined) {
+      if (j.session == session) doomed.push_back(key);
+    }
+  }
+  for (const auto& key : doomed) {
+    failInit(key, unavailable("comm init: " + session->describe() +
+                              " went away before every rank joined"));
+  }
+  for (auto it = comms_.begin(); it != comms_.end();) {
+    it = it->second->hasMembers() ? std::next(it) : comms_.erase(it);
+  }
+}
+
+void Engine::abortHandle(const SessionPtr& session, uint64_t handle) {
+  Member* m = session->member(handle);
+  if (m == nullptr) return;
+  auto comm = m->comm;
+  comm->leave(m->rank, unavailable("rank " + std::to_string(m->rank) + " aborted the communicator"));
+  session->removeMember(handle);
+  dropIfEmpty(comm);
+}
+
+void Engine::dropIfEmpty(const std::shared_ptr<Communicator>& comm) {
+  if (!comm->hasMembers()) comms_.erase(comm->id());
+}
+
+void Engine::checkDeadlines(Clock::time_point now) {
+  std::vector<std::string> late;
+  for (auto& [key, init] : inits_) {
+    if (now >= init.deadline) late.push_back(key);
+  }
+  for (const auto& key : late) {
+    const PendingInit& init = inits_[key];
+    std::string missing;
+    for (int r = 0; r < init.nranks; ++r) {
+      if (init.joined.count(r) == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    failInit(key, Status{Code::Timeout, "comm init: ranks " + missing +
+                                            " did not join before the deadline"});
+  }
+  for (auto& [id, comm] : comms_) comm->checkDeadline(now);
+}
+
+std::optional<Clock::time_point> Engine::nextDeadline() const {
+  std::optional<Clock::time_point> next;
+  auto consider = [&](Clock::time_point t) {
+    if (!next || t < *next) next = t;
+  };
+  for (const auto& [key, init] : inits_) consider(init.deadline);
+  for (const auto& [id, comm] : comms_) {
+    if (auto d = comm->deadline()) consider(*d);
+  }
+  return next;
+}
+
+void Engine::failPending(const Status& why) {
+  std::vector<std::string> keys;
+  for (auto& [key, init] : inits_) keys.push_back(key);
+  for (const auto& key : keys) failInit(key, why);
+  for (auto& [id, comm] : comms_) comm->fail(why);
+}
+
+}  // namespace hc::session

@@ -1,0 +1,151 @@
+#include "daemon/session/session.h"
+
+#include <sys/eventfd.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <spdlog/spdlog.h>
+
+#include "common/ipc/frames.h"
+#include "common/seqpacket.h"
+
+namespace hc::session {
+
+namespace {
+constexpr uint64_t kMinHeapBytes = 1ull << 20;
+
+uint64_t pageUp(uint64_t v) { return (v + ipc::kHeapAlignment - 1) & ~(ipc::kHeapAlignment - 1); }
+}  // namespace
+
+Session::Session(uint32_t id, UniqueFd socket, PeerIdentity peer)
+    : id_(id), socket_(std::move(socket)), peer_(peer) {}
+
+std::string Session::describe() const {
+  return "client " + std::to_string(id_) + " (pid " + std::to_string(peer_.pid) + ")";
+}
+
+Status Session::handleFrame(std::span<const uint8_t> bytes, size_t fdCount,
+                            uint64_t defaultSegment, uint64_t maxSegment, uint32_t ringEntries) {
+  auto type = ipc::validateFrame(bytes, fdCount);
+  if (!type.isOk()) return type.status();
+  if (!welcomed() && *type != ipc::FrameType::Hello) {
+    return invalidArgument("the first frame must be Hello");
+  }
+  switch (*type) {
+    case ipc::FrameType::Hello:
+      if (welcomed()) return invalidArgument("Hello sent twice");
+      return onHello(bytes, defaultSegment, maxSegment, ringEntries);
+    case ipc::FrameType::MemAlloc: return onMemAlloc(bytes);
+    case ipc::FrameType::MemFree: return onMemFree(bytes);
+    default:
+      return invalidArgument("frame type " + std::to_string(static_cast<int>(*type)) +
+                             " is not a request");
+  }
+}
+
+Status Session::onHello(std::span<const uint8_t> bytes, uint64_t defaultSegment,
+                        uint64_t maxSegment, uint32_t ringEntries) {
+  auto hello = ipc::frameAs<ipc::HelloFrame>(bytes);
+  name_ = hello.clientName;
+  uint64_t want = hello.segmentBytes == 0 ? defaultSegment : hello.segmentBytes;
+  if (want > maxSegment) {
+    return invalidArgument("requested segment of " + std::to_string(want) +
+                           " bytes exceeds the daemon's max_segment_bytes " +
+                           std::to_string(maxSegment));
+  }
+  ipc::SegmentLayout layout = ipc::segmentLayout(0, ringEntries);
+  want = pageUp(std::max(want, layout.heapOffset + kMinHeapBytes));
+  std::string memfdName = "hetero-comm-client-" + std::to_string(id_);
+  auto seg = Segment::create(want, ringEntries, memfdName.c_str());
+  if (!seg.isOk()) return seg.status();
+  eventFd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!eventFd_.valid()) return systemError("eventfd", errno);
+  segment_ = std::move(seg.value());
+  const auto& l = segment_->layout();
+  allocator_ = std::make_unique<SegmentAllocator>(l.heapOffset, l.heapBytes);
+
+  auto w = ipc::makeFrame<ipc::WelcomeFrame>(ipc::FrameType::Welcome, hello.header.requestId);
+  w.minor = ipc::kProtocolMinor;
+  w.clientId = id_;
+  w.segmentBytes = segment_->bytes();
+  w.ringEntries = ringEntries;
+  w.daemonPid = static_cast<uint32_t>(::getpid());
+  w.submitOffset = l.submitOffset;
+  w.completionOffset = l.completionOffset;
+  w.heapOffset = l.heapOffset;
+  w.heapBytes = l.heapBytes;
+  int fds[2] = {segment_->fd(), eventFd_.get()};
+  spdlog::info("{} connected: uid {}, name '{}', segment {} MiB", describe(), peer_.uid, name_,
+               segment_->bytes() >> 20);
+  return sendMessage(socket_.get(), ipc::frameBytes(w), fds);
+}
+
+Status Session::onMemAlloc(std::span<const uint8_t> bytes) {
+  auto req = ipc::frameAs<ipc::MemAllocFrame>(bytes);
+  auto offset = allocator_->allocate(req.bytes);
+  if (!offset.isOk()) {
+    return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, offset.status())));
+  }
+  uint64_t size = allocator_->sizeAt(*offset);
+  segment_->prefault(*offset, size);
+  auto r = ipc::makeFrame<ipc::MemAllocReplyFrame>(ipc::FrameType::MemAllocReply,
+                                                   req.header.requestId);
+  r.offset = *offset;
+  r.bytes = size;
+  return reply(ipc::frameBytes(r));
+}
+
+Status Session::onMemFree(std::span<const uint8_t> bytes) {
+  auto req = ipc::frameAs<ipc::MemFreeFrame>(bytes);
+  Status s = allocator_->free(req.offset);
+  if (!s.isOk()) return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, s)));
+  return reply(ipc::frameBytes(
+      ipc::makeFrame<ipc::MemFreeReplyFrame>(ipc::FrameType::MemFreeReply, req.header.requestId)));
+}
+
+Status Session::reply(std::span<const uint8_t> frame) { return sendMessage(socket_.get(), frame); }
+
+ipc::PopResult Session::popSubmission(ipc::SubmitEntry* out) {
+  if (!segment_) return ipc::PopResult::Empty;
+  return segment_->view().submit.pop(out);
+}
+
+void Session::complete(uint64_t requestId, const Status& status, uint64_t value) {
+  if (!segment_) return;
+  if (inFlight > 0) --inFlight;
+  ipc::CompletionEntry e{};
+  e.requestId = requestId;
+  e.status = static_cast<int32_t>(status.code());
+  e.value = value;
+  ipc::copyText(e.message, status.message());
+  if (!overflow_.empty() || !segment_->view().completion.push(e)) {
+    overflow_.push_back(e);
+    return;
+  }
+  ipc::wakeClientIfSleeping(segment_->view().header);
+}
+
+void Session::flushCompletions() {
+  bool pushed = false;
+  while (!overflow_.empty() && segment_->view().completion.push(overflow_.front())) {
+    overflow_.pop_front();
+    pushed = true;
+  }
+  if (pushed) ipc::wakeClientIfSleeping(segment_->view().header);
+}
+
+uint64_t Session::addMember(Member m) {
+  uint64_t h = nextHandle_++;
+  members_.emplace(h, std::move(m));
+  return h;
+}
+
+Member* Session::member(uint64_t handle) {
+  auto it = members_.find(handle);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+}  // namespace hc::session

@@ -1,0 +1,95 @@
+// Session: the daemon's state for one connected client: its socket, the eventfd it rings, its
+// segment and the allocator of the segment's heap, and the communicator handles it holds.
+// Runs on the IPC thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/ipc/protocol.h"
+#include "common/status.h"
+#include "common/unique_fd.h"
+#include "daemon/session/segment.h"
+#include "daemon/session/segment_allocator.h"
+
+namespace hc::session {
+
+class Communicator;
+
+struct PeerIdentity {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// A communicator handle held by a session: which communicator, and which rank of it.
+struct Member {
+  std::shared_ptr<Communicator> comm;
+  int rank = 0;
+};
+
+class Session {
+ public:
+  Session(uint32_t id, UniqueFd socket, PeerIdentity peer);
+
+  uint32_t id() const { return id_; }
+  int socketFd() const { return socket_.get(); }
+  // Closes the connection now; the object may live on while a running op still refers to it.
+  void closeSocket() { socket_.reset(); eventFd_.reset(); }
+  int eventFd() const { return eventFd_.get(); }
+  const PeerIdentity& peer() const { return peer_; }
+  bool welcomed() const { return segment_ != nullptr; }
+  const std::string& name() const { return name_; }
+  // "client 3 (pid 1234)", for logs and error texts.
+  std::string describe() const;
+
+  // Handles one frame from the socket. A non-Ok status means the client broke the protocol: the
+  // caller sends the status as an Error frame and closes the session.
+  Status handleFrame(std::span<const uint8_t> bytes, size_t fdCount, uint64_t defaultSegment,
+                     uint64_t maxSegment, uint32_t ringEntries);
+
+  // Takes the next submission into daemon memory. Corrupt rings are a protocol violation.
+  ipc::PopResult popSubmission(ipc::SubmitEntry* out);
+  // Posts a completion; queued when the client lets its ring fill up. Wakes the client if asleep.
+  void complete(uint64_t requestId, const Status& status, uint64_t value = 0);
+  // Moves queued completions into the ring as space frees up.
+  void flushCompletions();
+
+  SegmentPtr segment() const { return segment_; }
+  const SegmentAllocator* allocator() const { return allocator_.get(); }
+
+  uint64_t addMember(Member m);
+  Member* member(uint64_t handle);
+  void removeMember(uint64_t handle) { members_.erase(handle); }
+  std::map<uint64_t, Member>& members() { return members_; }
+
+  // Ops submitted and not yet completed, for back-pressure.
+  uint32_t inFlight = 0;
+
+ private:
+  Status onHello(std::span<const uint8_t> bytes, uint64_t defaultSegment, uint64_t maxSegment,
+                 uint32_t ringEntries);
+  Status onMemAlloc(std::span<const uint8_t> bytes);
+  Status onMemFree(std::span<const uint8_t> bytes);
+  Status reply(std::span<const uint8_t> frame);
+
+  uint32_t id_;
+  UniqueFd socket_;
+  UniqueFd eventFd_;
+  PeerIdentity peer_;
+  std::string name_;
+  SegmentPtr segment_;
+  std::unique_ptr<SegmentAllocator> allocator_;
+  std::deque<ipc::CompletionEntry> overflow_;
+  std::map<uint64_t, Member> members_;
+  uint64_t nextHandle_ = 1;
+};
+
+using SessionPtr = std::shared_ptr<Session>;
+
+}  // namespace hc::session

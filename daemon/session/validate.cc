@@ -1,0 +1,133 @@
+#include "daemon/session/validate.h"
+
+#include <string>
+
+#include "daemon/coll/reduce.h"
+
+namespace hc::session {
+namespace {
+
+bool isReduction(ipc::OpType t) {
+  return t == ipc::OpType::AllReduce || t == ipc::OpType::Reduce ||
+         t == ipc::OpType::ReduceScatter;
+}
+
+bool hasRoot(ipc::OpType t) { return t == ipc::OpType::Broadcast || t == ipc::OpType::Reduce; }
+
+// Checks that [ref.offset, +bytes) lies in one live allocation, and resolves it.
+Result<uint8_t*> resolveBuffer(const char* which, const ipc::BufferRef& ref, uint64_t bytes,
+                               const Session& session) {
+  if (ref.kind != static_cast<uint8_t>(ipc::MemKind::Segment)) {
+    return invalidArgument(std::string(which) + " buffer has unknown memory kind " +
+                           std::to_string(ref.kind));
+  }
+  if (ref.offset == ipc::kNoBuffer || !session.allocator()->contains(ref.offset, bytes)) {
+    return invalidArgument(std::string(which) + " buffer [offset " + std::to_string(ref.offset) +
+                           ", " + std::to_string(bytes) +
+                           " bytes) is not inside an allocation of the client's segment");
+  }
+  return session.segment()->at(ref.offset);
+}
+
+bool checkedMul(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+
+}  // namespace
+
+const char* opName(ipc::OpType type) {
+  switch (type) {
+    case ipc::OpType::CommInit: return "comm_init";
+    case ipc::OpType::CommDestroy: return "comm_destroy";
+    case ipc::OpType::AllReduce: return "allreduce";
+    case ipc::OpType::Broadcast: return "broadcast";
+    case ipc::OpType::Reduce: return "reduce";
+    case ipc::OpType::AllGather: return "allgather";
+    case ipc::OpType::ReduceScatter: return "reduce_scatter";
+    case ipc::OpType::Barrier: return "barrier";
+  }
+  return "unknown";
+}
+
+std::string describeOp(const PendingOp& op) {
+  std::string s = std::string(opName(op.type)) + "(count=" + std::to_string(op.count);
+  if (op.type != ipc::OpType::Barrier) s += std::string(", ") + coll::dtypeName(op.dtype);
+  if (isReduction(op.type)) s += std::string(", ") + coll::redopName(op.redop);
+  if (hasRoot(op.type)) s += ", root=" + std::to_string(op.root);
+  return s + ")";
+}
+
+Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Session>& session,
+                            int rank, int nranks) {
+  PendingOp op;
+  op.requestId = e.requestId;
+  op.session = session;
+  op.segment = session->segment();
+  op.type = static_cast<ipc::OpType>(e.op);
+  op.dtype = e.dtype;
+  op.redop = e.redop;
+  op.root = e.root;
+  op.count = e.count;
+  op.buffers.scalar = e.scalar;
+  if (op.type == ipc::OpType::Barrier) {
+    op.count = 0;
+    return op;
+  }
+  if (isReduction(op.type)) {
+    HC_RETURN_IF_ERROR(coll::checkReduction(e.dtype, e.redop));
+  } else {
+    HC_RETURN_IF_ERROR(coll::checkDtype(e.dtype));
+    op.redop = 0;
+  }
+  if (hasRoot(op.type)) {
+    if (e.root < 0 || e.root >= nranks) {
+      return invalidArgument("root " + std::to_string(e.root) + " is out of range for " +
+                             std::to_string(nranks) + " ranks");
+    }
+  } else {
+    op.root = -1;
+  }
+  uint64_t bytes = 0;
+  uint64_t wide = 0;
+  if (!checkedMul(e.count, coll::dtypeSize(e.dtype), &bytes) ||
+      !checkedMul(bytes, static_cast<uint64_t>(nranks), &wide)) {
+    return invalidArgument("count " + std::to_string(e.count) + " overflows the buffer size");
+  }
+  if (e.count == 0) return op;
+
+  uint64_t sendBytes = bytes;
+  uint64_t recvBytes = bytes;
+  bool useSend = true;
+  bool useRecv = true;
+  switch (op.type) {
+    case ipc::OpType::Broadcast: useSend = rank == e.root; break;
+    case ipc::OpType::Reduce: useRecv = rank == e.root; break;
+    case ipc::OpType::AllGather: recvBytes = wide; break;
+    case ipc::OpType::ReduceScatter: sendBytes = wide; break;
+    default: break;
+  }
+  if (useSend) {
+    auto p = resolveBuffer("send", e.send, sendBytes, *session);
+    if (!p.isOk()) return p.status();
+    op.buffers.send = *p;
+  }
+  if (useRecv) {
+    auto p = resolveBuffer("recv", e.recv, recvBytes, *session);
+    if (!p.isOk()) return p.status();
+    op.buffers.recv = *p;
+  }
+  if (useSend && useRecv) {
+    // NCCL's in-place rules: the exact in-place arrangement, or no overlap at all.
+    uint64_t s = e.send.offset, r = e.recv.offset;
+    bool overlap = s < r + recvBytes && r < s + sendBytes;
+    bool inPlace = s == r;
+    if (op.type == ipc::OpType::AllGather) inPlace = s == r + rank * bytes;
+    if (op.type == ipc::OpType::ReduceScatter) inPlace = r == s + rank * bytes;
+    if (overlap && !inPlace) {
+      return invalidArgument(std::string(opName(op.type)) +
+                             ": send and recv buffers partially overlap (only the exact in-place "
+                             "arrangement may overlap)");
+    }
+  }
+  return op;
+}
+
+}  // namespace hc::session
