@@ -25,7 +25,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kEntries = 64;  // small, so the producer also meets a full ring
 constexpr uint64_t kTotal = 200'000;
-constexpr int kSleepTimeoutMs = 2000;  // far above any scheduling delay; only a lost wake hits it
+// A consumer woken in time never reaches this: a sleep that times out with entries waiting is
+// a lost wake-up.
+constexpr int kSleepTimeoutMs = 500;
 constexpr auto kDeadline = std::chrono::seconds(60);
 
 // Counters the child reports through, placed in the heap part of the segment.
@@ -96,14 +98,26 @@ int reap(pid_t pid, Clock::time_point deadline) {
   }
 }
 
-// Producer pacing: bursts of varying length with occasional pauses, so the consumer both finds
-// entries waiting and runs dry and goes to sleep.
+// Producer pacing: bursts of varying length. After every other burst the producer waits until
+// the consumer has drained the ring, so the consumer runs dry and heads for sleep just as the
+// next burst arrives: that is where a lost wake-up happens. A lost wake-up then stalls both sides
+// until the consumer's sleep times out, and the consumer counts it.
 struct Pacer {
   uint64_t n = 0;       // entries produced
   uint64_t bursts = 0;  // bursts finished
   int burst() const { return 1 + static_cast<int>(n * 2654435761u % 23); }
-  void endBurst() {
-    if (++bursts % 24 == 0) ::usleep(50 + 50 * (bursts % 3));
+  // False when the ring was not drained by the deadline.
+  template <typename Drained>
+  bool endBurst(Drained drained, Clock::time_point deadline) {
+    ++bursts;
+    if (bursts % 2 == 0) {
+      while (!drained()) {
+        if (Clock::now() > deadline) return false;
+        ::sched_yield();
+      }
+    }
+    if (bursts % 64 == 0) ::usleep(100);  // now and then a real pause
+    return true;
   }
 };
 
@@ -115,6 +129,8 @@ TEST(RingProcessTest, SubmissionsWakeASleepingDaemonThroughTheEventfd) {
 
   pid_t child = forkChild([&] {  // the client: produces submissions
     Pacer pacer;
+    auto deadline = Clock::now() + kDeadline;
+    auto drained = [&] { return seg.view().submit.empty(); };
     while (pacer.n < kTotal) {
       int burst = pacer.burst();
       for (int i = 0; i < burst && pacer.n < kTotal; ++i) {
@@ -129,7 +145,7 @@ TEST(RingProcessTest, SubmissionsWakeASleepingDaemonThroughTheEventfd) {
         ++pacer.n;
       }
       wakeDaemonIfSleeping(h, efd.get());
-      pacer.endBurst();
+      if (!pacer.endBurst(drained, deadline)) return 4;
     }
     return 0;
   });
@@ -170,7 +186,7 @@ TEST(RingProcessTest, SubmissionsWakeASleepingDaemonThroughTheEventfd) {
     idle = 0;
   }
   int code = reap(child, deadline + std::chrono::seconds(5));
-  EXPECT_EQ(code, 0) << "producer exit status";
+  EXPECT_EQ(code, 0) << "producer exit status (4: the ring was never drained)";
   EXPECT_FALSE(misordered) << "entry " << expected << " out of order";
   EXPECT_FALSE(corrupt);
   EXPECT_EQ(expected, kTotal);
@@ -222,6 +238,7 @@ TEST(RingProcessTest, CompletionsWakeSleepingClientsThroughTheFutex) {
   auto deadline = Clock::now() + kDeadline;
   Pacer pacer;
   bool timedOut = false;
+  auto drained = [&] { return seg.view().completion.empty(); };
   while (pacer.n < kTotal && !timedOut) {
     int burst = pacer.burst();
     for (int i = 0; i < burst && pacer.n < kTotal; ++i) {
@@ -240,7 +257,7 @@ TEST(RingProcessTest, CompletionsWakeSleepingClientsThroughTheFutex) {
       ++pacer.n;
     }
     wakeClientIfSleeping(h);
-    pacer.endBurst();
+    if (!pacer.endBurst(drained, deadline)) timedOut = true;
   }
   int code = reap(child, deadline + std::chrono::seconds(5));
   EXPECT_FALSE(timedOut) << "the client stopped consuming";

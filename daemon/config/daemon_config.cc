@@ -1,0 +1,161 @@
+#include "daemon/config/daemon_config.h"
+
+#include <sched.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "daemon/config/logging.h"
+#include "daemon/config/settings.h"
+
+extern char** environ;  // NOLINT: POSIX names it; unistd.h declares it only under _GNU_SOURCE
+
+namespace hc::config {
+namespace detail {
+namespace {
+
+constexpr uint32_t kMinRingEntries = 16;
+constexpr uint32_t kMaxRingEntries = 4096;
+constexpr uint64_t kMinSegmentBytes = 4096;  // one page: the segment is mapped whole
+constexpr uint32_t kMaxClients = 65536;
+constexpr uint32_t kMaxReductionThreads = 256;
+constexpr uint32_t kMaxSpinUs = 10000;
+constexpr uint32_t kAutoReductionThreadsCap = 16;
+
+// "1 GiB" for whole multiples, so a printed config reads at a glance; empty otherwise.
+std::string humanSize(uint64_t v) {
+  constexpr std::pair<unsigned, const char*> kUnits[] = {{40, "TiB"}, {30, "GiB"}, {20, "MiB"},
+                                                         {10, "KiB"}};
+  for (auto [shift, name] : kUnits) {
+    if (v != 0 && v % (uint64_t{1} << shift) == 0) {
+      return std::to_string(v >> shift) + " " + name;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
+  auto fail = [&](std::string_view key, std::string message) {
+    if (origins != nullptr) {
+      if (auto it = origins->find(std::string(key)); it != origins->end()) {
+        message += " (set by " + it->second + ")";
+      }
+    }
+    return hc::invalidArgument(std::move(message));
+  };
+  if (!parseLogLevel(c.logLevel).isOk()) {
+    return fail("server.log_level",
+                "server.log_level must be one of trace, debug, info, warn, error, off; got '" +
+                    c.logLevel + "'");
+  }
+  if (c.socketPath.empty()) return fail("server.socket", "server.socket must not be empty");
+  // sun_path holds the path and its terminating NUL.
+  constexpr size_t kMaxSocketPath = sizeof(sockaddr_un::sun_path) - 1;
+  if (c.socketPath.size() > kMaxSocketPath) {
+    return fail("server.socket", "server.socket is " + std::to_string(c.socketPath.size()) +
+                                     " bytes long; a Unix socket path holds at most " +
+                                     std::to_string(kMaxSocketPath));
+  }
+  if (c.segmentBytes < kMinSegmentBytes) {
+    return fail("session.segment_bytes", "session.segment_bytes must be at least " +
+                                             std::to_string(kMinSegmentBytes) + ", got " +
+                                             std::to_string(c.segmentBytes));
+  }
+  if (c.segmentBytes > c.maxSegmentBytes) {
+    return fail("session.segment_bytes",
+                "session.segment_bytes (" + std::to_string(c.segmentBytes) +
+                    ") must not exceed session.max_segment_bytes (" +
+                    std::to_string(c.maxSegmentBytes) + ")");
+  }
+  const uint32_t ring = c.ringEntries;
+  if (ring < kMinRingEntries || ring > kMaxRingEntries || (ring & (ring - 1)) != 0) {
+    return fail("session.ring_entries",
+                "session.ring_entries must be a power of two in [16, 4096], got " +
+                    std::to_string(ring));
+  }
+  if (c.maxClients < 1 || c.maxClients > kMaxClients) {
+    return fail("session.max_clients", "session.max_clients must be in [1, 65536], got " +
+                                           std::to_string(c.maxClients));
+  }
+  for (const std::string& group : c.allowGroups) {
+    if (group.empty()) {
+      return fail("access.allow_groups", "access.allow_groups holds an empty group name");
+    }
+  }
+  if (c.reductionThreads > kMaxReductionThreads) {
+    return fail("exec.reduction_threads",
+                "exec.reduction_threads must be in [0, 256] (0 = one per CPU), got " +
+                    std::to_string(c.reductionThreads));
+  }
+  if (c.spinUs > kMaxSpinUs) {
+    return fail("exec.spin_us",
+                "exec.spin_us must be in [0, 10000], got " + std::to_string(c.spinUs));
+  }
+  if (c.initTimeoutMs <= 0) {
+    return fail("comm.init_timeout_ms", "comm.init_timeout_ms must be greater than 0, got " +
+                                            std::to_string(c.initTimeoutMs));
+  }
+  if (c.opTimeoutMs < 0) {
+    return fail("comm.op_timeout_ms",
+                "comm.op_timeout_ms must be 0 (no limit) or positive, got " +
+                    std::to_string(c.opTimeoutMs));
+  }
+  return {};
+}
+
+}  // namespace detail
+
+hc::Status validate(const DaemonConfig& config) {
+  return detail::validateWithOrigins(config, nullptr);
+}
+
+std::string toToml(const DaemonConfig& config) {
+  std::ostringstream out;
+  out << "# hetero-commd configuration. Precedence: flags > HC_* environment > files > defaults.\n"
+         "# Each key can also be set by HC_<SECTION>_<KEY> or --set <section>.<key>=<value>.\n";
+  std::string_view section;
+  for (const detail::Setting& s : detail::settings()) {
+    if (s.section != section) {
+      section = s.section;
+      out << "\n[" << section << "]\n";
+    }
+    out << "# " << s.help << "\n" << s.key << " = ";
+    detail::writeValue(s, config, out);
+    if (const auto* size = std::get_if<uint64_t DaemonConfig::*>(&s.field)) {
+      if (std::string human = detail::humanSize(config.**size); !human.empty()) {
+        out << "  # " << human;
+      }
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::map<std::string, std::string> processEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+uint32_t resolvedReductionThreads(const DaemonConfig& config) {
+  if (config.reductionThreads != 0) return config.reductionThreads;
+  // The affinity mask, not the online count: systemd's CPUAffinity= and container cpusets leave
+  // the daemon fewer CPUs than the machine has.
+  long cpus = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) cpus = CPU_COUNT(&set);
+  if (cpus <= 0) cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return static_cast<uint32_t>(std::clamp<long>(cpus, 1, detail::kAutoReductionThreadsCap));
+}
+
+}  // namespace hc::config
