@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (out.version) {
-    std::puts("hetero-commd 0.1.0");
+    std::puts("hetero-commd " HC_VERSION);
     return 0;
   }
   if (out.printConfig) {

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <limits>
 #include <sstream>
 
 #include "daemon/config/logging.h"
@@ -26,14 +29,21 @@ constexpr uint32_t kAutoReductionThreadsCap = 16;
 
 // "1 GiB" for whole multiples, so a printed config reads at a glance; empty otherwise.
 std::string humanSize(uint64_t v) {
-  constexpr std::pair<unsigned, const char*> kUnits[] = {{40, "TiB"}, {30, "GiB"}, {20, "MiB"},
-                                                         {10, "KiB"}};
+  constexpr std::pair<unsigned, const char*> kUnits[] = {
+      {40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}};
   for (auto [shift, name] : kUnits) {
     if (v != 0 && v % (uint64_t{1} << shift) == 0) {
       return std::to_string(v >> shift) + " " + name;
     }
   }
   return {};
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
 }
 
 }  // namespace
@@ -66,20 +76,20 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
                                              std::to_string(c.segmentBytes));
   }
   if (c.segmentBytes > c.maxSegmentBytes) {
-    return fail("session.segment_bytes",
-                "session.segment_bytes (" + std::to_string(c.segmentBytes) +
-                    ") must not exceed session.max_segment_bytes (" +
-                    std::to_string(c.maxSegmentBytes) + ")");
+    return fail("session.segment_bytes", "session.segment_bytes (" +
+                                             std::to_string(c.segmentBytes) +
+                                             ") must not exceed session.max_segment_bytes (" +
+                                             std::to_string(c.maxSegmentBytes) + ")");
   }
   const uint32_t ring = c.ringEntries;
   if (ring < kMinRingEntries || ring > kMaxRingEntries || (ring & (ring - 1)) != 0) {
-    return fail("session.ring_entries",
-                "session.ring_entries must be a power of two in [16, 4096], got " +
-                    std::to_string(ring));
+    return fail(
+        "session.ring_entries",
+        "session.ring_entries must be a power of two in [16, 4096], got " + std::to_string(ring));
   }
   if (c.maxClients < 1 || c.maxClients > kMaxClients) {
-    return fail("session.max_clients", "session.max_clients must be in [1, 65536], got " +
-                                           std::to_string(c.maxClients));
+    return fail("session.max_clients",
+                "session.max_clients must be in [1, 65536], got " + std::to_string(c.maxClients));
   }
   for (const std::string& group : c.allowGroups) {
     if (group.empty()) {
@@ -100,14 +110,42 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
                                             std::to_string(c.initTimeoutMs));
   }
   if (c.opTimeoutMs < 0) {
-    return fail("comm.op_timeout_ms",
-                "comm.op_timeout_ms must be 0 (no limit) or positive, got " +
-                    std::to_string(c.opTimeoutMs));
+    return fail("comm.op_timeout_ms", "comm.op_timeout_ms must be 0 (no limit) or positive, got " +
+                                          std::to_string(c.opTimeoutMs));
   }
   return {};
 }
 
 }  // namespace detail
+
+hc::Result<uint64_t> parseSize(std::string_view text) {
+  std::string_view t = detail::trim(text);
+  uint64_t number = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), number);
+  if (ec == std::errc::result_out_of_range) {
+    return hc::invalidArgument("byte count '" + std::string(text) + "' does not fit in 64 bits");
+  }
+  if (ec != std::errc()) {
+    return hc::invalidArgument("expected a byte count like 4096 or \"512MiB\", got '" +
+                               std::string(text) + "'");
+  }
+  std::string_view suffix = detail::trim(t.substr(end - t.data()));
+  struct Unit {
+    std::string_view a, b;
+    unsigned shift;
+  };
+  constexpr Unit kUnits[] = {
+      {"", "B", 0}, {"K", "KiB", 10}, {"M", "MiB", 20}, {"G", "GiB", 30}, {"T", "TiB", 40}};
+  for (const Unit& u : kUnits) {
+    if (!detail::iequals(suffix, u.a) && !detail::iequals(suffix, u.b)) continue;
+    if (number > (std::numeric_limits<uint64_t>::max() >> u.shift)) {
+      return hc::invalidArgument("byte count '" + std::string(text) + "' does not fit in 64 bits");
+    }
+    return number << u.shift;
+  }
+  return hc::invalidArgument("unknown size suffix in '" + std::string(text) +
+                             "' (K, M, G, T, KiB, MiB, GiB, TiB: all powers of 1024)");
+}
 
 hc::Status validate(const DaemonConfig& config) {
   return detail::validateWithOrigins(config, nullptr);

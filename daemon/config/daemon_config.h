@@ -31,7 +31,8 @@ struct DaemonConfig {
   // [access]
   std::vector<uint32_t> allowUids;  // allow_uids: extra uids (the daemon's uid and root always are)
   std::vector<std::string> allowGroups = {"hetero-comm"};  // allow_groups: members may connect
-  std::string socketGroup = "hetero-comm";  // socket_group: socket's group when it exists; "" = keep
+  std::string socketGroup =
+      "hetero-comm";  // socket_group: socket's group when it exists; "" = keep
   // [exec]
   uint32_t reductionThreads = 2;     // reduction_threads: 0 = online CPUs, capped at 16
   uint64_t inlineBytes = 256 << 10;  // inline_bytes: ops moving up to this run on the IPC thread

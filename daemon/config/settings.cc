@@ -17,8 +17,7 @@ using C = DaemonConfig;
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
 const std::array<Setting, 14> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
-    {"server", "log_level", &C::logLevel, "--log-level",
-     "trace, debug, info, warn, error or off"},
+    {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"session", "segment_bytes", &C::segmentBytes, "--segment-bytes",
      "default shared segment per client (bytes, or \"512MiB\")"},
     {"session", "max_segment_bytes", &C::maxSegmentBytes, "--max-segment-bytes",
@@ -51,18 +50,6 @@ struct Overloaded : Ts... {
 };
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-  });
-}
 
 std::string bad(const Setting& s, std::string_view expected, std::string_view got) {
   return dottedName(s) + ": expected " + std::string(expected) + ", got " + std::string(got);
@@ -130,6 +117,12 @@ void writeString(std::string_view s, std::ostream& out) {
 
 }  // namespace
 
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
 std::span<const Setting> settings() { return kSettings; }
 std::span<const std::string_view> sections() { return kSections; }
 
@@ -161,164 +154,132 @@ std::string envName(const Setting& s) {
 }
 
 hc::Status applyText(const Setting& s, std::string_view text, DaemonConfig* config) {
-  return std::visit(
-      Overloaded{
-          [&](std::string C::*f) -> hc::Status {
-            config->*f = std::string(text);
-            return {};
-          },
-          [&](uint64_t C::*f) -> hc::Status {
-            auto v = sizeFrom(s, text);
-            if (v) config->*f = *v;
-            return v.status();
-          },
-          [&](uint32_t C::*f) -> hc::Status {
-            auto v = parseInteger<uint32_t>(s, text, "an unsigned 32-bit integer");
-            if (v) config->*f = *v;
-            return v.status();
-          },
-          [&](int32_t C::*f) -> hc::Status {
-            auto v = parseInteger<int32_t>(s, text, "a 32-bit integer");
-            if (v) config->*f = *v;
-            return v.status();
-          },
-          [&](std::vector<uint32_t> C::*f) -> hc::Status {
-            std::vector<uint32_t> out;
-            for (std::string_view item : splitList(text)) {
-              auto v = parseInteger<uint32_t>(s, item, "a comma-separated list of uids");
-              if (!v) return v.status();
-              out.push_back(*v);
-            }
-            config->*f = std::move(out);
-            return {};
-          },
-          [&](std::vector<std::string> C::*f) -> hc::Status {
-            std::vector<std::string> out;
-            for (std::string_view item : splitList(text)) out.emplace_back(item);
-            config->*f = std::move(out);
-            return {};
-          },
+  const Overloaded visitor{
+      [&](std::string C::*f) -> hc::Status {
+        config->*f = std::string(text);
+        return {};
       },
-      s.field);
+      [&](uint64_t C::*f) -> hc::Status {
+        auto v = sizeFrom(s, text);
+        if (v) config->*f = *v;
+        return v.status();
+      },
+      [&](uint32_t C::*f) -> hc::Status {
+        auto v = parseInteger<uint32_t>(s, text, "an unsigned 32-bit integer");
+        if (v) config->*f = *v;
+        return v.status();
+      },
+      [&](int32_t C::*f) -> hc::Status {
+        auto v = parseInteger<int32_t>(s, text, "a 32-bit integer");
+        if (v) config->*f = *v;
+        return v.status();
+      },
+      [&](std::vector<uint32_t> C::*f) -> hc::Status {
+        std::vector<uint32_t> out;
+        for (std::string_view item : splitList(text)) {
+          auto v = parseInteger<uint32_t>(s, item, "a comma-separated list of uids");
+          if (!v) return v.status();
+          out.push_back(*v);
+        }
+        config->*f = std::move(out);
+        return {};
+      },
+      [&](std::vector<std::string> C::*f) -> hc::Status {
+        std::vector<std::string> out;
+        for (std::string_view item : splitList(text)) out.emplace_back(item);
+        config->*f = std::move(out);
+        return {};
+      },
+  };
+  return std::visit(visitor, s.field);
 }
 
 hc::Status applyNode(const Setting& s, const toml::node& node, DaemonConfig* config) {
   std::ostringstream type;
   type << node.type();
   const std::string got = "a " + type.str();
-  return std::visit(
-      Overloaded{
-          [&](std::string C::*f) -> hc::Status {
-            if (!node.is_string()) return hc::invalidArgument(bad(s, "a string", got));
-            config->*f = node.as_string()->get();
-            return {};
-          },
-          [&](uint64_t C::*f) -> hc::Status {
-            if (node.is_string()) return applyText(s, node.as_string()->get(), config);
-            auto v = nodeInteger<uint64_t>(s, node, "a byte count (integer or \"512MiB\")");
-            if (v) config->*f = *v;
-            return v.status();
-          },
-          [&](uint32_t C::*f) -> hc::Status {
-            auto v = nodeInteger<uint32_t>(s, node, "an unsigned 32-bit integer");
-            if (v) config->*f = *v;
-            return v.status();
-          },
-          [&](int32_t C::*f) -> hc::Status {
-            auto v = nodeInteger<int32_t>(s, node, "a 32-bit integer");
-            if (v) config->*f = *v;
-            return v.status();
-          },
-          [&](std::vector<uint32_t> C::*f) -> hc::Status {
-            const auto* arr = node.as_array();
-            if (arr == nullptr) return hc::invalidArgument(bad(s, "an array of uids", got));
-            std::vector<uint32_t> out;
-            for (const toml::node& item : *arr) {
-              auto v = nodeInteger<uint32_t>(s, item, "an array of uids");
-              if (!v) return v.status();
-              out.push_back(*v);
-            }
-            config->*f = std::move(out);
-            return {};
-          },
-          [&](std::vector<std::string> C::*f) -> hc::Status {
-            const auto* arr = node.as_array();
-            if (arr == nullptr || !arr->is_homogeneous(toml::node_type::string)) {
-              // An empty array is homogeneous in no type, yet is a fine empty list.
-              if (arr == nullptr || !arr->empty()) {
-                return hc::invalidArgument(bad(s, "an array of strings", got));
-              }
-            }
-            std::vector<std::string> out;
-            for (const toml::node& item : *arr) out.push_back(item.as_string()->get());
-            config->*f = std::move(out);
-            return {};
-          },
+  const Overloaded visitor{
+      [&](std::string C::*f) -> hc::Status {
+        if (!node.is_string()) {
+          return hc::invalidArgument(bad(s, "a string", got));
+        }
+        config->*f = node.as_string()->get();
+        return {};
       },
-      s.field);
+      [&](uint64_t C::*f) -> hc::Status {
+        if (node.is_string()) return applyText(s, node.as_string()->get(), config);
+        auto v = nodeInteger<uint64_t>(s, node, "a byte count (integer or \"512MiB\")");
+        if (v) config->*f = *v;
+        return v.status();
+      },
+      [&](uint32_t C::*f) -> hc::Status {
+        auto v = nodeInteger<uint32_t>(s, node, "an unsigned 32-bit integer");
+        if (v) config->*f = *v;
+        return v.status();
+      },
+      [&](int32_t C::*f) -> hc::Status {
+        auto v = nodeInteger<int32_t>(s, node, "a 32-bit integer");
+        if (v) config->*f = *v;
+        return v.status();
+      },
+      [&](std::vector<uint32_t> C::*f) -> hc::Status {
+        const auto* arr = node.as_array();
+        if (arr == nullptr) return hc::invalidArgument(bad(s, "an array of uids", got));
+        std::vector<uint32_t> out;
+        for (const toml::node& item : *arr) {
+          auto v = nodeInteger<uint32_t>(s, item, "an array of uids");
+          if (!v) return v.status();
+          out.push_back(*v);
+        }
+        config->*f = std::move(out);
+        return {};
+      },
+      [&](std::vector<std::string> C::*f) -> hc::Status {
+        const auto* arr = node.as_array();
+        // An empty array is homogeneous in no type, yet is a fine empty list.
+        if (arr == nullptr || (!arr->empty() && !arr->is_homogeneous(toml::node_type::string))) {
+          return hc::invalidArgument(bad(s, "an array of strings", got));
+        }
+        std::vector<std::string> out;
+        for (const toml::node& item : *arr) out.push_back(item.as_string()->get());
+        config->*f = std::move(out);
+        return {};
+      },
+  };
+  return std::visit(visitor, s.field);
 }
 
 void writeValue(const Setting& s, const DaemonConfig& config, std::ostream& out) {
-  std::visit(Overloaded{
-                 [&](std::string C::*f) { writeString(config.*f, out); },
-                 [&](uint64_t C::*f) {
-                   // TOML integers are signed 64-bit; a larger size survives as a string.
-                   uint64_t v = config.*f;
-                   if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-                     out << '"' << v << '"';
-                   } else {
-                     out << v;
-                   }
-                 },
-                 [&](uint32_t C::*f) { out << config.*f; },
-                 [&](int32_t C::*f) { out << config.*f; },
-                 [&](std::vector<uint32_t> C::*f) {
-                   out << '[';
-                   for (size_t i = 0; i < (config.*f).size(); ++i) {
-                     out << (i ? ", " : "") << (config.*f)[i];
-                   }
-                   out << ']';
-                 },
-                 [&](std::vector<std::string> C::*f) {
-                   out << '[';
-                   for (size_t i = 0; i < (config.*f).size(); ++i) {
-                     out << (i ? ", " : "");
-                     writeString((config.*f)[i], out);
-                   }
-                   out << ']';
-                 },
-             },
-             s.field);
+  const Overloaded visitor{
+      [&](std::string C::*f) { writeString(config.*f, out); },
+      [&](uint64_t C::*f) {
+        // TOML integers are signed 64-bit; a larger size survives as a string.
+        uint64_t v = config.*f;
+        if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+          out << '"' << v << '"';
+        } else {
+          out << v;
+        }
+      },
+      [&](uint32_t C::*f) { out << config.*f; },
+      [&](int32_t C::*f) { out << config.*f; },
+      [&](std::vector<uint32_t> C::*f) {
+        out << '[';
+        for (size_t i = 0; i < (config.*f).size(); ++i) {
+          out << (i ? ", " : "") << (config.*f)[i];
+        }
+        out << ']';
+      },
+      [&](std::vector<std::string> C::*f) {
+        out << '[';
+        for (size_t i = 0; i < (config.*f).size(); ++i) {
+          out << (i ? ", " : "");
+          writeString((config.*f)[i], out);
+        }
+        out << ']';
+      },
+  };
+  std::visit(visitor, s.field);
 }
 
 }  // namespace hc::config::detail
-
-namespace hc::config {
-
-hc::Result<uint64_t> parseSize(std::string_view text) {
-  std::string_view t = detail::trim(text);
-  uint64_t number = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), number);
-  if (ec != std::errc()) {
-    return hc::invalidArgument("expected a byte count like 4096 or \"512MiB\", got '" +
-                               std::string(text) + "'");
-  }
-  std::string_view suffix = detail::trim(t.substr(end - t.data()));
-  struct Unit {
-    std::string_view a, b;
-    unsigned shift;
-  };
-  constexpr Unit kUnits[] = {{"", "B", 0},     {"K", "KiB", 10}, {"M", "MiB", 20},
-                             {"G", "GiB", 30}, {"T", "TiB", 40}};
-  for (const Unit& u : kUnits) {
-    if (!detail::iequals(suffix, u.a) && !detail::iequals(suffix, u.b)) continue;
-    if (number > (std::numeric_limits<uint64_t>::max() >> u.shift)) {
-      return hc::invalidArgument("byte count '" + std::string(text) + "' does not fit in 64 bits");
-    }
-    return number << u.shift;
-  }
-  return hc::invalidArgument("expected a byte count like 4096 or \"512MiB\" (suffixes K, M, G, "
-                             "T, KiB, MiB, GiB, TiB), got '" + std::string(text) + "'");
-}
-
-}  // namespace hc::config

@@ -20,10 +20,10 @@
 namespace hc::config::detail {
 
 // The field's C++ type decides how a value is parsed: uint64_t fields are byte sizes.
-using Field = std::variant<std::string DaemonConfig::*, uint64_t DaemonConfig::*,
-                           uint32_t DaemonConfig::*, int32_t DaemonConfig::*,
-                           std::vector<uint32_t> DaemonConfig::*,
-                           std::vector<std::string> DaemonConfig::*>;
+using Field =
+    std::variant<std::string DaemonConfig::*, uint64_t DaemonConfig::*, uint32_t DaemonConfig::*,
+                 int32_t DaemonConfig::*, std::vector<uint32_t> DaemonConfig::*,
+                 std::vector<std::string> DaemonConfig::*>;
 
 struct Setting {
   std::string_view section;
@@ -40,8 +40,9 @@ const Setting* findSetting(std::string_view section, std::string_view key);
 // "section.key", e.g. "exec.spin_us".
 const Setting* findSetting(std::string_view dotted);
 
-std::string dottedName(const Setting& s);  // "exec.spin_us"
-std::string envName(const Setting& s);     // "HC_EXEC_SPIN_US"
+std::string_view trim(std::string_view s);  // without leading and trailing whitespace
+std::string dottedName(const Setting& s);   // "exec.spin_us"
+std::string envName(const Setting& s);      // "HC_EXEC_SPIN_US"
 
 // Text from the environment, a flag or --set. Lists are comma-separated; an empty text is an
 // empty list. Errors name the key; the caller prefixes where the text came from.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -51,9 +52,7 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   if (!s->epoll_.valid()) return systemError("epoll_create1", errno);
 
   s->policy_ = makeAccessPolicy(config.allowUids, config.allowGroups);
-  unsigned threads = config.reductionThreads;
-  if (threads == 0) threads = std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
-  s->pool_ = std::make_unique<coll::ReductionPool>(threads);
+  s->pool_ = std::make_unique<coll::ReductionPool>(config::resolvedReductionThreads(config));
   session::EngineOptions eo;
   eo.inlineBytes = config.inlineBytes;
   eo.initTimeoutMs = config.initTimeoutMs;
@@ -82,8 +81,8 @@ void Server::notifyStatus() {
 }
 
 int Server::run() {
-  spdlog::info("hetero-commd {} serving {} ({} reduction threads, spin {} us)", "0.1.0",
-               config_.socketPath, config_.reductionThreads, config_.spinUs);
+  spdlog::info("hetero-commd {} serving {} ({} reduction threads, spin {} us)", HC_VERSION,
+               config_.socketPath, config::resolvedReductionThreads(config_), config_.spinUs);
   sd_notify(0, "READY=1");
   notifyStatus();
   const auto spin = std::chrono::microseconds(config_.spinUs);
@@ -160,15 +159,17 @@ int Server::sleepTimeoutMs() const {
 
 bool Server::drainRings() {
   bool took = false;
-  for (auto& [id, s] : std::map(sessions_)) {
+  std::vector<std::pair<session::SessionPtr, Status>> broken;
+  for (auto& [id, s] : sessions_) {
     if (!s->welcomed()) continue;
     auto r = engine_->drain(s);
     if (!r.isOk()) {
-      closeSession(s, r.status(), true);
+      broken.emplace_back(s, r.status());
       continue;
     }
     took = took || *r;
   }
+  for (auto& [s, why] : broken) closeSession(s, why, true);
   return took;
 }
 
