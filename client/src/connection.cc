@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -37,12 +38,6 @@ uint32_t envSpinUs() {
   if (s == nullptr) return 50;
   long v = std::strtol(s, nullptr, 10);
   return v < 0 ? 0 : static_cast<uint32_t>(std::min(v, 100000L));
-}
-
-inline void cpuRelax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#endif
 }
 
 }  // namespace
@@ -273,7 +268,8 @@ Status Connection::waitUntil(const std::function<bool()>& ready, const CommState
     if (comm != nullptr && comm->aborted.load()) return aborted;
     if (dead()) return deadStatus_;
     if (Clock::now() < spinUntil) {
-      for (int i = 0; i < 32; ++i) cpuRelax();
+      // Ranks and the daemon often outnumber the cores: yield so the party we wait for can run.
+      ::sched_yield();
       continue;
     }
     // Sleep. The sleeper count and the futex value are published before the last check, so a

@@ -56,7 +56,7 @@ Result<UniqueFd> openClientSocket(const std::string& path, const std::string& gr
   *ownsPath = true;
   if (::chmod(path.c_str(), 0660) != 0) return systemError("chmod " + path, errno);
   if (!group.empty()) {
-    if (group* g = ::getgrnam(group.c_str()); g != nullptr) {
+    if (struct group* g = ::getgrnam(group.c_str()); g != nullptr) {
       if (::chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
         spdlog::warn("cannot give {} to group {}: {}", path, group, std::strerror(errno));
       }
@@ -80,7 +80,7 @@ AccessPolicy makeAccessPolicy(const std::vector<uint32_t>& uids,
   p.uids = {::geteuid(), 0};
   for (uint32_t u : uids) p.uids.push_back(u);
   for (const auto& name : groups) {
-    if (group* g = ::getgrnam(name.c_str()); g != nullptr) {
+    if (struct group* g = ::getgrnam(name.c_str()); g != nullptr) {
       p.gids.push_back(g->gr_gid);
     } else {
       spdlog::debug("allow_groups: group '{}' does not exist here", name);

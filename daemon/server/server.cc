@@ -1,6 +1,7 @@
 #include "daemon/server/server.h"
 
 #include <signal.h>
+#include <sched.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
@@ -128,7 +129,13 @@ int Server::run() {
     if (drainRings()) active = true;
     auto now = Clock::now();
     if (auto d = engine_->nextDeadline(); d && now >= *d) engine_->checkDeadlines(now);
-    if (active) lastActivity = now;
+    if (active) {
+      lastActivity = now;
+    } else if (!sleeping) {
+      // Polling: let the clients we wait for have the core (there are often fewer cores than
+      // ranks plus daemon).
+      ::sched_yield();
+    }
   }
   for (auto& [id, s] : std::map(sessions_)) closeSession(s, unavailable("hetero-commd stopped"), false);
   sd_notify(0, "STATUS=stopped");

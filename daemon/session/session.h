@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "common/ipc/protocol.h"

@@ -1,0 +1,55 @@
+// One-pass host reduction and copy kernels over buffers every local rank has mapped: each chunk of
+// every input is read once and each chunk of the result is written once to every output, so an
+// allreduce over N ranks of S bytes moves 2*N*S bytes.
+// Depends on hc_common only. Thread-safe: the functions keep no state, so the executor may run
+// disjoint ranges of one collective on several threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/status.h"
+
+namespace hc::coll {
+
+// Whether this dtype/operator pair is implemented. dtype takes the ncclDataType_t values and
+// redop the ipc::RedOp values. Implemented: int8, uint8, int32, uint32, int64, uint64, float32
+// and float64 with every operator; float16, bfloat16 and the fp8 types are InvalidArgument
+// ("dtype float16 is not supported yet"), and so are unknown values (the message names them).
+[[nodiscard]] hc::Status checkReduction(uint8_t dtype, uint8_t redop);
+// For copies (broadcast, allgather): the same eight dtypes are valid.
+[[nodiscard]] hc::Status checkDtype(uint8_t dtype);
+
+size_t dtypeSize(uint8_t dtype);      // bytes per element; 0 for unknown values
+const char* dtypeName(uint8_t dtype);  // "float32", ...; "unknown" for unknown values
+const char* redopName(uint8_t redop);  // "sum", ...; "unknown" for unknown values
+
+struct ReduceSpec {
+  uint8_t dtype;
+  uint8_t redop;
+  const void* const* inputs;  // inputs[i] = rank i's send buffer (already offset)
+  size_t nInputs;
+  void* const* outputs;  // every buffer that receives the result
+  size_t nOutputs;
+  // PreMulSum: one scalar per input, its value's bytes in dtype, little-endian, zero-padded;
+  // otherwise nullptr.
+  const uint64_t* scalars;
+  size_t nRanks;  // divisor for Avg (usually == nInputs)
+};
+
+// Reduces elements [begin, end) of every input and stores the result to every output, in one
+// pass: per chunk of about 16 KiB per buffer, the inputs are combined into a local buffer in
+// order (input 0, then 1, ...) and the buffer is then stored into each output. Outputs may alias
+// inputs exactly (in place) because a chunk is fully read before it is written; partial overlap
+// is not allowed. Every call with the same inputs gives bitwise the same result:
+//   integer sum, prod and premulsum wrap modulo 2^bits; min and max compare plainly;
+//   avg: integers sum then divide by nRanks truncating, floats sum then multiply once by
+//   (T)(1.0 / nRanks); premulsum: sum over i of scalar_i * x_i, computed in the dtype.
+// The pair must have passed checkReduction() (a broken promise is fatal).
+void reduceRange(const ReduceSpec& spec, size_t begin, size_t end);
+
+// Copies bytes [begin, end) of src into every output (broadcast, allgather), reading src once;
+// an output equal to src is skipped.
+void copyRange(const void* src, void* const* outputs, size_t nOutputs, size_t begin, size_t end);
+
+}  // namespace hc::coll
