@@ -1,0 +1,127 @@
+// hc::transport::Transport: tagged, non-blocking point-to-point messages between daemons, the
+// shape of UCX's tag API. Implementations: loopback/ (in-process, for tests) today; ucx/ (the only
+// place UCX headers appear) next.
+// Depends on hc_common only. coll/ drives a Transport; a Transport knows nothing of
+// communicators except the tag layout below.
+//
+// Work goes post -> progress -> test: postSend()/postRecv() lend a buffer and return a request;
+// progress() moves requests forward; test() reports the outcome and, once final, releases the
+// request and returns the buffer to the caller. No call here throws or blocks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hc::transport {
+
+// Names a connected peer daemon on this endpoint. Only ids returned by connect() are valid.
+using PeerId = uint32_t;
+// Names one posted send or receive on this endpoint; 0 is never valid.
+using RequestId = uint64_t;
+
+// Where a peer can be reached: the bytes its Transport::address() returned, carried to us by the
+// control plane (Peer.Join rank table). Opaque outside the backend that made them.
+struct PeerAddress {
+  std::vector<uint8_t> bytes;
+};
+
+// ---- tags ------------------------------------------------------------------------------------
+// A tag names one message of one operation of one communicator:
+//   bits 63..48  comm   the low 16 bits of the communicator key. Lets a daemon recognize, and
+//                       drop with discardUnexpected(), stale traffic for a communicator it no
+//                       longer (or never) knew. Two live communicators between the same pair
+//                       of daemons must differ here; communicator creation rejects a collision.
+//   bits 47..16  seq    the operation's sequence number in the communicator (collectives) or
+//                       in the (communicator, peer pair) (send/recv), modulo 2^32.
+//   bits 15..0   chunk  assigned by the algorithm: its step and chunk index within the operation.
+constexpr int kTagCommShift = 48;
+constexpr int kTagSeqShift = 16;
+constexpr uint64_t kTagCommMask = 0xffffull << kTagCommShift;
+constexpr uint64_t kTagSeqMask = 0xffffffffull << kTagSeqShift;
+constexpr uint64_t kTagChunkMask = 0xffffull;
+
+constexpr uint64_t makeTag(uint16_t comm, uint32_t seq, uint16_t chunk) {
+  return (uint64_t{comm} << kTagCommShift) | (uint64_t{seq} << kTagSeqShift) | chunk;
+}
+constexpr uint16_t tagComm(uint64_t tag) { return static_cast<uint16_t>(tag >> kTagCommShift); }
+constexpr uint32_t tagSeq(uint64_t tag) { return static_cast<uint32_t>(tag >> kTagSeqShift); }
+constexpr uint16_t tagChunk(uint64_t tag) { return static_cast<uint16_t>(tag); }
+
+// ---- the interface ---------------------------------------------------------------------------
+// Threads: a Transport endpoint is driven by the one progress thread that owns it (a UCX worker
+// is single-threaded); other threads post work to that thread. eventFd() and name() may be read
+// from anywhere. An implementation that allows more says so in its header.
+// Matching: a receive matches exactly one send with the same peer and the same tag (no
+// wildcards). Sends from one peer with one tag match receives in the order each side posted
+// them. A backend whose native matching ignores the peer (UCX tag matching ignores the
+// endpoint) must add the sender to what it matches on itself.
+// Failure: a request that cannot finish because its peer went away fails with Unavailable, and
+// the peer-failure handler is called once for that peer; later posts to it return Unavailable.
+class Transport {
+ public:
+  using PeerFailureHandler = std::function<void(PeerId peer, const Status& why)>;
+
+  virtual ~Transport() = default;
+
+  // "loopback", "ucx": for logs and metrics labels.
+  virtual std::string_view name() const = 0;
+  // What peers pass to connect() to reach this endpoint.
+  virtual PeerAddress address() const = 0;
+
+  // Non-blocking: the connection may finish in the background; requests posted meanwhile
+  // queue behind it. Connecting to an already connected peer returns its id. Unavailable when
+  // the peer is known to be gone; InvalidArgument for an address this backend cannot parse.
+  [[nodiscard]] virtual Result<PeerId> connect(const PeerAddress& address) = 0;
+  // Pending requests with the peer fail with Unavailable (test() reports them after the next
+  // progress()); the handler is not called, since the caller asked for it.
+  [[nodiscard]] virtual Status disconnect(PeerId peer) = 0;
+
+  // Non-blocking. Lends [buf, buf + bytes) until test() reports the send final; a send is
+  // complete once the buffer may be reused, which does not mean the peer received it. bytes may
+  // be 0 (then buf may be null). NotFound for a peer that was never connected.
+  [[nodiscard]] virtual Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf,
+                                                   size_t bytes) = 0;
+  // Non-blocking. Lends [buf, buf + bytes) until test() reports the receive final. A message
+  // shorter than the buffer fills its front (test() gives its length); a longer one fails the
+  // receive with TransportError and leaves the buffer's contents undefined: never a silent
+  // truncation.
+  [[nodiscard]] virtual Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf,
+                                                   size_t bytes) = 0;
+
+  // Non-blocking; does not progress. false while the request is in progress; true when it
+  // completed (then *bytes, if bytes is not null, holds the bytes sent or received); an error
+  // when it failed. After true or an error the request is released and its id is invalid
+  // (NotFound thereafter).
+  [[nodiscard]] virtual Result<bool> test(RequestId request, size_t* bytes) = 0;
+  [[nodiscard]] Result<bool> test(RequestId request) { return test(request, nullptr); }
+
+  // Drives sends, receives and failure detection; runs the peer-failure handler (on this thread,
+  // with no transport lock held, so it may call back in). Returns how many requests became final
+  // plus how many peers were reported failed; 0 means there was nothing to do.
+  virtual size_t progress() = 0;
+
+  // Non-blocking. Asks a request to stop. A request that has not matched yet ends with
+  // Unavailable ("cancelled"), reported by test() after the next progress(); one that has
+  // already matched or finished is not affected. Either way the buffer is lent until test()
+  // reports a final state. NotFound for an unknown id.
+  [[nodiscard]] virtual Status cancel(RequestId request) = 0;
+
+  // Drops messages that arrived with no receive posted and whose tag matches `tag` on the bits
+  // of `mask` (e.g. kTagCommMask for everything of one communicator). Returns how many.
+  virtual size_t discardUnexpected(uint64_t tag, uint64_t mask) = 0;
+
+  // Readable when progress() would find something to do; progress() consumes the readiness.
+  // The owner's loop: progress() until it returns 0, then epoll on this fd. -1 when the backend
+  // has none: the owner then polls progress(). Owned by the transport.
+  virtual int eventFd() const = 0;
+
+  // Replaces the handler called when a connected peer fails. May be empty (no notification).
+  virtual void setPeerFailureHandler(PeerFailureHandler handler) = 0;
+};
+
+}  // namespace hc::transport
