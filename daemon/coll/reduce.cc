@@ -43,35 +43,32 @@ constexpr uint8_t kNumDtypes = 12;
 // Per buffer and chunk: the accumulator stays in L1 while every input streams through once.
 constexpr size_t kChunkBytes = 16 * 1024;
 
+// Indexed by dtype value.
+constexpr size_t kDtypeSizes[kNumDtypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+constexpr const char* kDtypeNames[kNumDtypes] = {"int8",    "uint8",    "int32",    "uint32",
+                                                 "int64",   "uint64",   "float16",  "float32",
+                                                 "float64", "bfloat16", "fp8_e4m3", "fp8_e5m2"};
+// Indexed by ipc::RedOp value.
+constexpr const char* kRedopNames[ipc::kNumRedOps] = {"sum", "prod", "max",
+                                                      "min", "avg",  "premulsum"};
+
+// The 16-bit and 8-bit floats need an fp32 accumulator and rounding rules of their own.
 bool implemented(uint8_t dtype) {
-  switch (dtype) {
-    case kInt8: case kUint8: case kInt32: case kUint32: case kInt64: case kUint64:
-    case kFloat32: case kFloat64:
-      return true;
-    default:
-      return false;
-  }
+  return dtype < kNumDtypes && dtype != kFloat16 && dtype != kBfloat16 && dtype != kFp8e4m3 &&
+         dtype != kFp8e5m2;
 }
 
 // Integer sums and products are computed in the unsigned type: they wrap modulo 2^bits, with no
 // undefined behaviour, and the bits equal those of the signed wrap.
 template <typename T>
-struct Wrap {
-  using type = T;
-};
-template <typename T>
-  requires std::is_integral_v<T>
-struct Wrap<T> {
-  using type = std::make_unsigned_t<T>;
-};
-template <typename T>
-using WrapType = typename Wrap<T>::type;
+using WrapType = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,
+                                             std::type_identity<T>>::type;
 
 // Unsigned types narrower than int promote to int, whose product can overflow; widen them to
 // unsigned instead.
 template <typename C>
-using MulType = std::conditional_t<std::is_integral_v<C> && sizeof(C) < sizeof(unsigned), unsigned,
-                                   C>;
+using MulType =
+    std::conditional_t<std::is_integral_v<C> && sizeof(C) < sizeof(unsigned), unsigned, C>;
 
 template <typename C>
 C mul(C a, C b) {
@@ -80,25 +77,30 @@ C mul(C a, C b) {
 
 // Each operator: first(x, s) is the accumulator after input 0, combine(acc, x, s) folds in the
 // next input. s is the input's PreMulSum scalar (unused by the others).
+template <typename C>
 struct SumOp {
-  template <typename C> static C first(C x, C) { return x; }
-  template <typename C> static C combine(C a, C x, C) { return static_cast<C>(a + x); }
+  static C first(C x, C) { return x; }
+  static C combine(C a, C x, C) { return static_cast<C>(a + x); }
 };
+template <typename C>
 struct ProdOp {
-  template <typename C> static C first(C x, C) { return x; }
-  template <typename C> static C combine(C a, C x, C) { return mul(a, x); }
+  static C first(C x, C) { return x; }
+  static C combine(C a, C x, C) { return mul(a, x); }
 };
+template <typename C>
 struct MaxOp {
-  template <typename C> static C first(C x, C) { return x; }
-  template <typename C> static C combine(C a, C x, C) { return a < x ? x : a; }
+  static C first(C x, C) { return x; }
+  static C combine(C a, C x, C) { return a < x ? x : a; }
 };
+template <typename C>
 struct MinOp {
-  template <typename C> static C first(C x, C) { return x; }
-  template <typename C> static C combine(C a, C x, C) { return x < a ? x : a; }
+  static C first(C x, C) { return x; }
+  static C combine(C a, C x, C) { return x < a ? x : a; }
 };
+template <typename C>
 struct PreMulSumOp {
-  template <typename C> static C first(C x, C s) { return mul(s, x); }
-  template <typename C> static C combine(C a, C x, C s) { return static_cast<C>(a + mul(s, x)); }
+  static C first(C x, C s) { return mul(s, x); }
+  static C combine(C a, C x, C s) { return static_cast<C>(a + mul(s, x)); }
 };
 
 // The scalar's value: its low sizeof(C) bytes, as the value of the dtype.
@@ -119,8 +121,8 @@ inline void loadFirst(C* __restrict acc, const C* __restrict a, size_t n, C sa) 
 
 // Inputs 0 and 1 together: one pass over the accumulator instead of two.
 template <typename C, typename Op>
-inline void loadFirstTwo(C* __restrict acc, const C* __restrict a, const C* __restrict b,
-                         size_t n, C sa, C sb) {
+inline void loadFirstTwo(C* __restrict acc, const C* __restrict a, const C* __restrict b, size_t n,
+                         C sa, C sb) {
   for (size_t j = 0; j < n; ++j) acc[j] = Op::combine(Op::first(a[j], sa), b[j], sb);
 }
 
@@ -148,7 +150,7 @@ inline void divide(C* __restrict acc, size_t n, size_t nRanks) {
 }
 
 // T is the dtype, C the type the buffers are read and combined as (WrapType<T> or T).
-template <typename T, typename C, typename Op, bool kAvg>
+template <typename T, typename C, template <typename> class Op, bool kAvg>
 HC_CHUNK_CLONES void reduceTyped(const ReduceSpec& s, size_t begin, size_t end) {
   constexpr size_t kElems = kChunkBytes / sizeof(C);
   alignas(64) C acc[kElems];
@@ -156,12 +158,12 @@ HC_CHUNK_CLONES void reduceTyped(const ReduceSpec& s, size_t begin, size_t end) 
     const size_t n = std::min(kElems, end - b);
     auto in = [&](size_t i) { return static_cast<const C*>(s.inputs[i]) + b; };
     if (s.nInputs == 1) {
-      loadFirst<C, Op>(acc, in(0), n, scalarAs<C>(s.scalars, 0));
+      loadFirst<C, Op<C>>(acc, in(0), n, scalarAs<C>(s.scalars, 0));
     } else {
-      loadFirstTwo<C, Op>(acc, in(0), in(1), n, scalarAs<C>(s.scalars, 0),
-                          scalarAs<C>(s.scalars, 1));
+      loadFirstTwo<C, Op<C>>(acc, in(0), in(1), n, scalarAs<C>(s.scalars, 0),
+                             scalarAs<C>(s.scalars, 1));
     }
-    for (size_t i = 2; i < s.nInputs; ++i) fold<C, Op>(acc, in(i), n, scalarAs<C>(s.scalars, i));
+    for (size_t i = 2; i < s.nInputs; ++i) fold<C, Op<C>>(acc, in(i), n, scalarAs<C>(s.scalars, i));
     if constexpr (kAvg) divide<T, C>(acc, n, s.nRanks);
     // Every input of this chunk has been read, so storing into an input (in place) is safe.
     for (size_t o = 0; o < s.nOutputs; ++o) {
@@ -174,12 +176,18 @@ template <typename T>
 void reduceAs(const ReduceSpec& s, size_t begin, size_t end) {
   using U = WrapType<T>;
   switch (static_cast<ipc::RedOp>(s.redop)) {
-    case ipc::RedOp::Sum: return reduceTyped<T, U, SumOp, false>(s, begin, end);
-    case ipc::RedOp::Prod: return reduceTyped<T, U, ProdOp, false>(s, begin, end);
-    case ipc::RedOp::Max: return reduceTyped<T, T, MaxOp, false>(s, begin, end);
-    case ipc::RedOp::Min: return reduceTyped<T, T, MinOp, false>(s, begin, end);
-    case ipc::RedOp::Avg: return reduceTyped<T, U, SumOp, true>(s, begin, end);
-    case ipc::RedOp::PreMulSum: return reduceTyped<T, U, PreMulSumOp, false>(s, begin, end);
+    case ipc::RedOp::Sum:
+      return reduceTyped<T, U, SumOp, false>(s, begin, end);
+    case ipc::RedOp::Prod:
+      return reduceTyped<T, U, ProdOp, false>(s, begin, end);
+    case ipc::RedOp::Max:
+      return reduceTyped<T, T, MaxOp, false>(s, begin, end);
+    case ipc::RedOp::Min:
+      return reduceTyped<T, T, MinOp, false>(s, begin, end);
+    case ipc::RedOp::Avg:
+      return reduceTyped<T, U, SumOp, true>(s, begin, end);
+    case ipc::RedOp::PreMulSum:
+      return reduceTyped<T, U, PreMulSumOp, false>(s, begin, end);
   }
   HC_CHECK(s.redop < ipc::kNumRedOps);
 }
@@ -202,44 +210,12 @@ hc::Status checkReduction(uint8_t dtype, uint8_t redop) {
   return okStatus();
 }
 
-size_t dtypeSize(uint8_t dtype) {
-  switch (dtype) {
-    case kInt8: case kUint8: case kFp8e4m3: case kFp8e5m2: return 1;
-    case kFloat16: case kBfloat16: return 2;
-    case kInt32: case kUint32: case kFloat32: return 4;
-    case kInt64: case kUint64: case kFloat64: return 8;
-    default: return 0;
-  }
-}
+size_t dtypeSize(uint8_t dtype) { return dtype < kNumDtypes ? kDtypeSizes[dtype] : 0; }
 
-const char* dtypeName(uint8_t dtype) {
-  switch (dtype) {
-    case kInt8: return "int8";
-    case kUint8: return "uint8";
-    case kInt32: return "int32";
-    case kUint32: return "uint32";
-    case kInt64: return "int64";
-    case kUint64: return "uint64";
-    case kFloat16: return "float16";
-    case kFloat32: return "float32";
-    case kFloat64: return "float64";
-    case kBfloat16: return "bfloat16";
-    case kFp8e4m3: return "fp8_e4m3";
-    case kFp8e5m2: return "fp8_e5m2";
-    default: return "unknown";
-  }
-}
+const char* dtypeName(uint8_t dtype) { return dtype < kNumDtypes ? kDtypeNames[dtype] : "unknown"; }
 
 const char* redopName(uint8_t redop) {
-  switch (redop) {
-    case static_cast<uint8_t>(ipc::RedOp::Sum): return "sum";
-    case static_cast<uint8_t>(ipc::RedOp::Prod): return "prod";
-    case static_cast<uint8_t>(ipc::RedOp::Max): return "max";
-    case static_cast<uint8_t>(ipc::RedOp::Min): return "min";
-    case static_cast<uint8_t>(ipc::RedOp::Avg): return "avg";
-    case static_cast<uint8_t>(ipc::RedOp::PreMulSum): return "premulsum";
-    default: return "unknown";
-  }
+  return redop < ipc::kNumRedOps ? kRedopNames[redop] : "unknown";
 }
 
 void reduceRange(const ReduceSpec& spec, size_t begin, size_t end) {
@@ -248,15 +224,24 @@ void reduceRange(const ReduceSpec& spec, size_t begin, size_t end) {
   HC_CHECK(spec.redop != static_cast<uint8_t>(ipc::RedOp::PreMulSum) || spec.scalars != nullptr);
   HC_CHECK(spec.redop != static_cast<uint8_t>(ipc::RedOp::Avg) || spec.nRanks > 0);
   switch (spec.dtype) {
-    case kInt8: return reduceAs<int8_t>(spec, begin, end);
-    case kUint8: return reduceAs<uint8_t>(spec, begin, end);
-    case kInt32: return reduceAs<int32_t>(spec, begin, end);
-    case kUint32: return reduceAs<uint32_t>(spec, begin, end);
-    case kInt64: return reduceAs<int64_t>(spec, begin, end);
-    case kUint64: return reduceAs<uint64_t>(spec, begin, end);
-    case kFloat32: return reduceAs<float>(spec, begin, end);
-    case kFloat64: return reduceAs<double>(spec, begin, end);
-    default: HC_CHECK(implemented(spec.dtype));
+    case kInt8:
+      return reduceAs<int8_t>(spec, begin, end);
+    case kUint8:
+      return reduceAs<uint8_t>(spec, begin, end);
+    case kInt32:
+      return reduceAs<int32_t>(spec, begin, end);
+    case kUint32:
+      return reduceAs<uint32_t>(spec, begin, end);
+    case kInt64:
+      return reduceAs<int64_t>(spec, begin, end);
+    case kUint64:
+      return reduceAs<uint64_t>(spec, begin, end);
+    case kFloat32:
+      return reduceAs<float>(spec, begin, end);
+    case kFloat64:
+      return reduceAs<double>(spec, begin, end);
+    default:
+      HC_CHECK(implemented(spec.dtype) && "checkReduction() accepted this dtype");
   }
 }
 
@@ -268,8 +253,9 @@ void copyRange(const void* src, void* const* outputs, size_t nOutputs, size_t be
   if (targets <= 1) {
     // One destination: a single memcpy lets libc pick its large-copy strategy.
     for (size_t o = 0; o < nOutputs; ++o) {
-      if (outputs[o] != src) std::memcpy(static_cast<uint8_t*>(outputs[o]) + begin, from + begin,
-                                         end - begin);
+      if (outputs[o] != src) {
+        std::memcpy(static_cast<uint8_t*>(outputs[o]) + begin, from + begin, end - begin);
+      }
     }
     return;
   }

@@ -20,7 +20,7 @@ namespace hc::coll {
 // For copies (broadcast, allgather): the same eight dtypes are valid.
 [[nodiscard]] hc::Status checkDtype(uint8_t dtype);
 
-size_t dtypeSize(uint8_t dtype);      // bytes per element; 0 for unknown values
+size_t dtypeSize(uint8_t dtype);       // bytes per element; 0 for unknown values
 const char* dtypeName(uint8_t dtype);  // "float32", ...; "unknown" for unknown values
 const char* redopName(uint8_t redop);  // "sum", ...; "unknown" for unknown values
 

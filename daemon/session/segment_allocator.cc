@@ -2,6 +2,7 @@
 
 #include <iterator>
 #include <string>
+#include <utility>
 
 namespace hc::session {
 
@@ -21,9 +22,9 @@ hc::Result<uint64_t> SegmentAllocator::allocate(uint64_t bytes) {
   if (bytes == 0) return invalidArgument("cannot allocate 0 bytes");
   const uint64_t mask = alignment_ - 1;
   auto noRoom = [&] {
-    return hc::Status(Code::NoResource, "cannot allocate " + std::to_string(bytes) +
-                                            " bytes: the largest free block of the segment heap "
-                                            "is " + std::to_string(largestFree()) + " bytes");
+    std::string m = "cannot allocate " + std::to_string(bytes) + " bytes: the largest free block";
+    m += " of the segment heap is " + std::to_string(largestFree()) + " bytes";
+    return hc::Status(Code::NoResource, std::move(m));
   };
   if (bytes > UINT64_MAX - mask) return noRoom();
   const uint64_t rounded = (bytes + mask) & ~mask;

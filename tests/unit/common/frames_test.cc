@@ -20,13 +20,11 @@ struct Kind {
   static constexpr FrameType kFrameType = kType;
 };
 
-using AllKinds =
-    ::testing::Types<Kind<HelloFrame, FrameType::Hello>, Kind<WelcomeFrame, FrameType::Welcome>,
-                     Kind<ErrorFrame, FrameType::Error>, Kind<MemAllocFrame, FrameType::MemAlloc>,
-                     Kind<MemAllocReplyFrame, FrameType::MemAllocReply>,
-                     Kind<MemFreeFrame, FrameType::MemFree>,
-                     Kind<MemFreeReplyFrame, FrameType::MemFreeReply>,
-                     Kind<CommAbortFrame, FrameType::CommAbort>>;
+using AllKinds = ::testing::Types<
+    Kind<HelloFrame, FrameType::Hello>, Kind<WelcomeFrame, FrameType::Welcome>,
+    Kind<ErrorFrame, FrameType::Error>, Kind<MemAllocFrame, FrameType::MemAlloc>,
+    Kind<MemAllocReplyFrame, FrameType::MemAllocReply>, Kind<MemFreeFrame, FrameType::MemFree>,
+    Kind<MemFreeReplyFrame, FrameType::MemFreeReply>, Kind<CommAbortFrame, FrameType::CommAbort>>;
 
 template <typename T>
 Bytes toBytes(const T& frame) {
@@ -114,7 +112,8 @@ TYPED_TEST(FrameKindTest, RejectsShortFrameWhoseHeaderAgrees) {
 }
 
 TYPED_TEST(FrameKindTest, RejectsHeaderLengthDisagreeingWithSize) {
-  for (int64_t delta : {int64_t{-1}, int64_t{1}, int64_t{8}, -int64_t{sizeof(FrameHeader)}, int64_t{1} << 31}) {
+  for (int64_t delta :
+       {int64_t{-1}, int64_t{1}, int64_t{8}, -int64_t{sizeof(FrameHeader)}, int64_t{1} << 31}) {
     Bytes b = this->validBytes();
     FrameHeader h = headerOf(b);
     h.length = static_cast<uint32_t>(int64_t(h.length) + delta);

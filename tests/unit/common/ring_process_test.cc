@@ -38,36 +38,33 @@ struct Tally {
   std::atomic<uint64_t> misordered;
 };
 
+// A segment in an anonymous MAP_SHARED mapping, as the daemon's memfd would be. The ring counters
+// start just below 2^32, so every run crosses the wrap-around.
 class SharedSegment {
  public:
-  // Counters start just below 2^32 so the run crosses the wrap-around.
-  explicit SharedSegment(uint32_t startCounter = UINT32_MAX - kTotal / 2) {
-    layout_ = segmentLayout(0, kEntries);
-    bytes_ = layout_.heapOffset + 4096;
+  SharedSegment()
+      : tallyOffset_(segmentLayout(0, kEntries).heapOffset), bytes_(tallyOffset_ + 4096) {
     base_ = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     HC_CHECK(base_ != MAP_FAILED);
-    header_ = new (base_) SegmentHeader{};
-    header_->magic = kSegmentMagic;
-    header_->ringEntries = kEntries;
-    for (auto* c : {&header_->submitHead, &header_->submitTail, &header_->completionHead,
-                    &header_->completionTail}) {
-      c->store(startCounter);
+    auto* h = new (base_) SegmentHeader{};
+    h->magic = kSegmentMagic;
+    h->ringEntries = kEntries;
+    for (auto* c : {&h->submitHead, &h->submitTail, &h->completionHead, &h->completionTail}) {
+      c->store(UINT32_MAX - kTotal / 2);
     }
-    tally_ = new (static_cast<uint8_t*>(base_) + layout_.heapOffset) Tally{};
+    new (static_cast<uint8_t*>(base_) + tallyOffset_) Tally{};
     view_ = SegmentView::over(base_, bytes_, kEntries);
   }
   ~SharedSegment() { ::munmap(base_, bytes_); }
 
-  SegmentHeader* header() { return header_; }
+  SegmentHeader* header() { return view_.header; }
   SegmentView& view() { return view_; }
-  Tally& tally() { return *tally_; }
+  Tally& tally() { return *reinterpret_cast<Tally*>(view_.base + tallyOffset_); }
 
  private:
+  const uint64_t tallyOffset_;
+  const uint64_t bytes_;
   void* base_ = nullptr;
-  uint64_t bytes_ = 0;
-  SegmentLayout layout_{};
-  SegmentHeader* header_ = nullptr;
-  Tally* tally_ = nullptr;
   SegmentView view_;
 };
 

@@ -21,7 +21,10 @@ Entry entryFor(uint64_t seq) { return {seq, ~seq * 0x9e3779b97f4a7c15ull}; }
 class LocalRing {
  public:
   explicit LocalRing(uint32_t entries, uint32_t start = 0)
-      : slots_(entries), head_(start), tail_(start), ring_(slots_.data(), entries, &head_, &tail_) {}
+      : slots_(entries),
+        head_(start),
+        tail_(start),
+        ring_(slots_.data(), entries, &head_, &tail_) {}
   RingView<Entry>& ring() { return ring_; }
   std::atomic<uint32_t>& head() { return head_; }
   std::atomic<uint32_t>& tail() { return tail_; }

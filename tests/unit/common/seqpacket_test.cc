@@ -37,7 +37,8 @@ UniqueFd makeMemfd(const char* name) {
 }
 
 bool sameFile(int x, int y) {
-  struct stat sx {}, sy {};
+  struct stat sx {
+  }, sy{};
   if (::fstat(x, &sx) != 0 || ::fstat(y, &sy) != 0) return false;
   return sx.st_ino == sy.st_ino && sx.st_dev == sy.st_dev;
 }

@@ -1,0 +1,160 @@
+// What reduceRange does not cover by itself: the dtype/operator checks and names, splitting one
+// reduction into ranges (as the executor does over the pool), and copyRange.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "daemon/coll/reduce.h"
+#include "tests/unit/daemon/coll/reduce_test_util.h"
+
+namespace hc::coll {
+namespace {
+
+using namespace hc::coll::testing;  // NOLINT: test helpers
+
+bool mentions(const Status& s, const std::string& text) {
+  return s.message().find(text) != std::string::npos;
+}
+
+TEST(ReduceChecksTest, AcceptsEverySupportedPair) {
+  for (uint8_t dtype : kSupported) {
+    EXPECT_TRUE(checkDtype(dtype).isOk()) << int(dtype);
+    for (uint8_t op : kOps)
+      EXPECT_TRUE(checkReduction(dtype, op).isOk()) << int(dtype) << " " << int(op);
+  }
+}
+
+TEST(ReduceChecksTest, RejectsTypesNotSupportedYet) {
+  Status s = checkReduction(kFloat16, kSum);
+  EXPECT_EQ(s.code(), Code::InvalidArgument);
+  EXPECT_EQ(s.message(), "dtype float16 is not supported yet");
+  for (uint8_t dtype : {kBfloat16, kFp8e4m3, kFp8e5m2}) {
+    for (Status t : {checkReduction(dtype, kMax), checkDtype(dtype)}) {
+      EXPECT_EQ(t.code(), Code::InvalidArgument);
+      EXPECT_TRUE(mentions(t, dtypeName(dtype))) << t.message();
+      EXPECT_TRUE(mentions(t, "not supported yet")) << t.message();
+    }
+  }
+  EXPECT_EQ(checkDtype(kFloat16).code(), Code::InvalidArgument);
+}
+
+TEST(ReduceChecksTest, RejectsUnknownValuesByName) {
+  for (uint8_t dtype : {12, 99, 255}) {
+    for (Status s : {checkReduction(dtype, kSum), checkDtype(dtype)}) {
+      EXPECT_EQ(s.code(), Code::InvalidArgument);
+      EXPECT_TRUE(mentions(s, "dtype " + std::to_string(dtype))) << s.message();
+    }
+  }
+  for (uint8_t op : {6, 17, 255}) {
+    Status s = checkReduction(kFloat32, op);
+    EXPECT_EQ(s.code(), Code::InvalidArgument);
+    EXPECT_TRUE(mentions(s, "operator " + std::to_string(op))) << s.message();
+  }
+}
+
+TEST(ReduceChecksTest, SizesAndNames) {
+  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  for (uint8_t d = 0; d < 12; ++d) EXPECT_EQ(dtypeSize(d), sizes[d]) << int(d);
+  EXPECT_EQ(dtypeSize(12), 0u);
+  EXPECT_STREQ(dtypeName(kFloat32), "float32");
+  EXPECT_STREQ(dtypeName(kUint64), "uint64");
+  EXPECT_STREQ(dtypeName(kBfloat16), "bfloat16");
+  EXPECT_STREQ(dtypeName(200), "unknown");
+  EXPECT_STREQ(redopName(kSum), "sum");
+  EXPECT_STREQ(redopName(kPreMulSum), "premulsum");
+  EXPECT_STREQ(redopName(6), "unknown");
+}
+
+// Splitting [0, count) at arbitrary points (inside chunks, at element granularity) gives the
+// same bits as one call: results do not depend on how the executor cuts the work.
+template <typename T>
+void expectSplitsMatchOneCall(uint8_t dtype, uint8_t op, size_t nInputs, bool inPlace) {
+  SCOPED_TRACE(std::string(dtypeName(dtype)) + " " + redopName(op) + (inPlace ? " in place" : ""));
+  const size_t count = 100003;
+  std::mt19937_64 rng(dtype * 31 + op);
+  std::vector<std::vector<T>> data(nInputs, std::vector<T>(count));
+  for (auto& rank : data) {
+    for (auto& x : rank) x = randomValue<T>(rng, op);
+  }
+  std::vector<uint64_t> scalars(nInputs);
+  for (auto& s : scalars) s = scalarBits(randomScalar<T>(rng));
+
+  auto run = [&](const std::vector<size_t>& cuts) {
+    std::vector<std::vector<T>> bufs = data;
+    std::vector<T> separate(count);
+    std::vector<const void*> inputs;
+    for (auto& b : bufs) inputs.push_back(b.data());
+    std::vector<void*> outputs{inPlace ? static_cast<void*>(bufs[0].data()) : separate.data()};
+    ReduceSpec spec{dtype,
+                    op,
+                    inputs.data(),
+                    nInputs,
+                    outputs.data(),
+                    1,
+                    op == kPreMulSum ? scalars.data() : nullptr,
+                    nInputs};
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) reduceRange(spec, cuts[i], cuts[i + 1]);
+    return inPlace ? bufs[0] : separate;
+  };
+  const std::vector<T> whole = run({0, count});
+  std::vector<size_t> cuts{0, 1, 4097, 4098, count / 2 + 3};
+  for (int i = 0; i < 20; ++i) cuts.push_back(rng() % count);
+  cuts.push_back(count);
+  std::sort(cuts.begin(), cuts.end());
+  EXPECT_EQ(countWrong(run(cuts).data(), whole), 0u);
+}
+
+TEST(ReduceSplitTest, RangesEqualOneCall) {
+  expectSplitsMatchOneCall<float>(kFloat32, kSum, 3, false);
+  expectSplitsMatchOneCall<float>(kFloat32, kSum, 2, true);
+  expectSplitsMatchOneCall<double>(kFloat64, kPreMulSum, 9, false);
+  expectSplitsMatchOneCall<int8_t>(kInt8, kAvg, 5, true);
+  expectSplitsMatchOneCall<uint32_t>(kUint32, kProd, 4, false);
+  expectSplitsMatchOneCall<int64_t>(kInt64, kMin, 3, false);
+}
+
+TEST(ReduceSplitTest, EmptyRangeTouchesNothing) {
+  GuardedBuffer in(16), out(16);
+  std::memset(out.data(), 0x77, 16);
+  const void* inputs[] = {in.data()};
+  void* outputs[] = {out.data()};
+  ReduceSpec spec{kFloat32, kSum, inputs, 1, outputs, 1, nullptr, 1};
+  reduceRange(spec, 2, 2);
+  reduceRange(spec, 3, 1);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(out.data()[i], 0x77);
+}
+
+// Copies to 1 and 3 destinations (the chunked path), with src among the outputs, over pieces.
+TEST(CopyRangeTest, CopiesEveryPieceToEveryOutputButSrc) {
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{4097}, (size_t{1} << 20) + 3}) {
+    for (size_t nOut : {1, 3}) {
+      SCOPED_TRACE(std::to_string(bytes) + " bytes to " + std::to_string(nOut));
+      std::mt19937_64 rng(bytes + nOut);
+      GuardedBuffer src(bytes);
+      for (size_t i = 0; i < bytes; ++i) src.data()[i] = static_cast<uint8_t>(rng());
+      std::vector<uint8_t> original(src.data(), src.data() + bytes);
+      std::vector<std::unique_ptr<GuardedBuffer>> outs;
+      std::vector<void*> outputs;
+      for (size_t o = 0; o < nOut; ++o) {
+        outs.push_back(std::make_unique<GuardedBuffer>(bytes));
+        std::memset(outs.back()->data(), 0, bytes);
+        outputs.push_back(outs.back()->data());
+      }
+      outputs.insert(outputs.begin() + outputs.size() / 2, src.data());
+      const size_t mid = bytes / 3;
+      copyRange(src.data(), outputs.data(), outputs.size(), 0, mid);
+      copyRange(src.data(), outputs.data(), outputs.size(), mid, bytes);
+      for (auto& o : outs) {
+        EXPECT_TRUE(std::equal(original.begin(), original.end(), o->data()));
+        EXPECT_TRUE(o->guardsIntact());
+      }
+      EXPECT_TRUE(std::equal(original.begin(), original.end(), src.data()));
+      EXPECT_TRUE(src.guardsIntact());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hc::coll

@@ -1,0 +1,127 @@
+// resolveOp against a real session (socketpair + Hello + MemAlloc): buffer bounds, overflow,
+// NCCL's in-place rules and partial overlap, roots, dtypes and operators.
+#include "daemon/session/validate.h"
+
+#include <sys/socket.h>
+
+#include <gtest/gtest.h>
+
+#include "common/ipc/frames.h"
+#include "common/seqpacket.h"
+
+namespace hc::session {
+namespace {
+
+class ValidateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    peer_.reset(sv[1]);
+    session_ = std::make_shared<Session>(1, UniqueFd(sv[0]), PeerIdentity{});
+    auto hello = ipc::makeFrame<ipc::HelloFrame>(ipc::FrameType::Hello, 1);
+    ASSERT_TRUE(session_->handleFrame(ipc::frameBytes(hello), 0, 8 << 20, 64 << 20, 16).isOk());
+    auto welcome = receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true);
+    ASSERT_TRUE(welcome.isOk());
+    ASSERT_EQ(welcome->fds.size(), 2u);
+    base_ = alloc(1 << 20);
+  }
+
+  uint64_t alloc(uint64_t bytes) {
+    auto f = ipc::makeFrame<ipc::MemAllocFrame>(ipc::FrameType::MemAlloc, 2);
+    f.bytes = bytes;
+    EXPECT_TRUE(session_->handleFrame(ipc::frameBytes(f), 0, 0, 0, 0).isOk());
+    auto reply = receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true);
+    EXPECT_TRUE(reply.isOk());
+    return ipc::frameAs<ipc::MemAllocReplyFrame>(reply->bytes).offset;
+  }
+
+  ipc::SubmitEntry entry(ipc::OpType type, uint64_t count, uint64_t send, uint64_t recv) {
+    ipc::SubmitEntry e{};
+    e.op = static_cast<uint8_t>(type);
+    e.dtype = 7;  // float32
+    e.redop = 0;
+    e.root = 0;
+    e.count = count;
+    e.send.offset = send;
+    e.recv.offset = recv;
+    return e;
+  }
+
+  Status check(const ipc::SubmitEntry& e, int rank = 0, int nranks = 4) {
+    return resolveOp(e, session_, rank, nranks).status();
+  }
+
+  UniqueFd peer_;
+  SessionPtr session_;
+  uint64_t base_ = 0;
+};
+
+TEST_F(ValidateTest, AcceptsDisjointAndExactInPlaceBuffers) {
+  EXPECT_TRUE(check(entry(ipc::OpType::AllReduce, 1000, base_, base_ + 4096)).isOk());
+  EXPECT_TRUE(check(entry(ipc::OpType::AllReduce, 1000, base_, base_)).isOk());
+  // allgather in place: send == recv + rank * sendcount
+  EXPECT_TRUE(check(entry(ipc::OpType::AllGather, 100, base_ + 2 * 400, base_), 2).isOk());
+  // reduce-scatter in place: recv == send + rank * recvcount
+  EXPECT_TRUE(check(entry(ipc::OpType::ReduceScatter, 100, base_, base_ + 3 * 400), 3).isOk());
+}
+
+TEST_F(ValidateTest, RejectsPartialOverlap) {
+  Status s = check(entry(ipc::OpType::AllReduce, 1000, base_, base_ + 4));
+  EXPECT_EQ(s.code(), Code::InvalidArgument);
+  EXPECT_NE(s.message().find("overlap"), std::string::npos) << s.message();
+  EXPECT_EQ(check(entry(ipc::OpType::AllGather, 100, base_ + 400, base_), 2).code(),
+            Code::InvalidArgument);
+  EXPECT_EQ(check(entry(ipc::OpType::ReduceScatter, 100, base_, base_ + 400), 3).code(),
+            Code::InvalidArgument);
+}
+
+TEST_F(ValidateTest, RejectsBuffersOutsideAllocations) {
+  Status s = check(entry(ipc::OpType::AllReduce, (1 << 20) / 4 + 1, base_, base_));
+  EXPECT_EQ(s.code(), Code::InvalidArgument);
+  EXPECT_NE(s.message().find("not inside an allocation"), std::string::npos) << s.message();
+  EXPECT_EQ(check(entry(ipc::OpType::AllReduce, 1, 0, 0)).code(), Code::InvalidArgument);
+  EXPECT_EQ(check(entry(ipc::OpType::AllReduce, 1, ~0ull - 2, base_)).code(),
+            Code::InvalidArgument);
+  EXPECT_EQ(check(entry(ipc::OpType::AllReduce, 1, ipc::kNoBuffer, base_)).code(),
+            Code::InvalidArgument);
+}
+
+TEST_F(ValidateTest, RejectsCountsThatOverflow) {
+  Status s = check(entry(ipc::OpType::AllReduce, ~0ull / 2, base_, base_));
+  EXPECT_EQ(s.code(), Code::InvalidArgument);
+  EXPECT_NE(s.message().find("overflow"), std::string::npos) << s.message();
+  EXPECT_EQ(check(entry(ipc::OpType::AllGather, ~0ull / 8, base_, base_)).code(),
+            Code::InvalidArgument);
+}
+
+TEST_F(ValidateTest, RejectsBadRootDtypeAndOperator) {
+  auto e = entry(ipc::OpType::Broadcast, 10, base_, base_);
+  e.root = 4;
+  EXPECT_NE(check(e).message().find("root"), std::string::npos);
+  e.root = -1;
+  EXPECT_EQ(check(e).code(), Code::InvalidArgument);
+  e = entry(ipc::OpType::AllReduce, 10, base_, base_);
+  e.dtype = 99;
+  EXPECT_NE(check(e).message().find("dtype"), std::string::npos) << check(e).message();
+  e.dtype = 7;
+  e.redop = 17;
+  EXPECT_NE(check(e).message().find("operator"), std::string::npos) << check(e).message();
+}
+
+TEST_F(ValidateTest, ZeroCountNeedsNoBuffers) {
+  EXPECT_TRUE(check(entry(ipc::OpType::AllReduce, 0, ipc::kNoBuffer, ipc::kNoBuffer)).isOk());
+  EXPECT_TRUE(check(entry(ipc::OpType::Barrier, 0, ipc::kNoBuffer, ipc::kNoBuffer)).isOk());
+}
+
+TEST_F(ValidateTest, NonRootBuffersThatTheOpIgnoresAreNotChecked) {
+  auto bcast = entry(ipc::OpType::Broadcast, 10, ipc::kNoBuffer, base_);
+  EXPECT_TRUE(check(bcast, 1).isOk());
+  EXPECT_EQ(check(bcast, 0).code(), Code::InvalidArgument);  // the root must send
+  auto reduce = entry(ipc::OpType::Reduce, 10, base_, ipc::kNoBuffer);
+  EXPECT_TRUE(check(reduce, 1).isOk());
+  EXPECT_EQ(check(reduce, 0).code(), Code::InvalidArgument);  // the root must receive
+}
+
+}  // namespace
+}  // namespace hc::session
