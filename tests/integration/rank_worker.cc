@@ -1,0 +1,124 @@
+// hc_rank_worker: one rank of a job, as its own process linking libhcclient. The integration
+// tests and scripts/demo start N of these against one daemon (HC_SOCKET).
+//
+//   hc_rank_worker --rank R --nranks N --id <256 hex digits>
+//                  --mode matrix|demo|loop|hang|idle|mismatch
+//                  [--seed S] [--count C] [--seconds T] [--iters K] [--stall-after K]
+//                  [--go-file PATH] [--field count|dtype|redop|root|op]
+//   hc_rank_worker --new-id   prints a fresh unique id (hc_get_unique_id) as hex
+//   hc_rank_worker --probe    exits 0 when the daemon at HC_SOCKET serves a client
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "hetero_comm/hc.h"
+#include "tests/integration/worker_modes.h"
+
+namespace {
+
+using hc::integ::WorkerOptions;
+
+bool parseHexId(std::string_view hex, hc_unique_id_t* id) {
+  if (hex.size() != 2 * sizeof(id->internal)) return false;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < sizeof(id->internal); ++i) {
+    int hi = nibble(hex[2 * i]);
+    int lo = nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    id->internal[i] = static_cast<char>(hi << 4 | lo);
+  }
+  return true;
+}
+
+bool parseArgs(int argc, char** argv, WorkerOptions* o, hc_unique_id_t* id) {
+  bool haveId = false;
+  auto u64 = [](const char* v) { return std::strtoull(v, nullptr, 10); };
+  const std::map<std::string_view, std::function<void(const char*)>> setters = {
+      {"--rank", [&](const char* v) { o->rank = std::atoi(v); }},
+      {"--nranks", [&](const char* v) { o->nranks = std::atoi(v); }},
+      {"--id", [&](const char* v) { haveId = parseHexId(v, id); }},
+      {"--mode", [&](const char* v) { o->mode = v; }},
+      {"--seed", [&](const char* v) { o->seed = u64(v); }},
+      {"--count", [&](const char* v) { o->count = u64(v); }},
+      {"--seconds", [&](const char* v) { o->seconds = std::atof(v); }},
+      {"--iters", [&](const char* v) { o->iters = u64(v); }},
+      {"--stall-after", [&](const char* v) { o->stallAfter = u64(v); }},
+      {"--go-file", [&](const char* v) { o->goFile = v; }},
+      {"--field", [&](const char* v) { o->field = v; }},
+  };
+  if (argc % 2 != 1) return false;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    auto it = setters.find(argv[i]);
+    if (it == setters.end()) return false;
+    it->second(argv[i + 1]);
+  }
+  return haveId && o->nranks > 0 && o->rank >= 0 && o->rank < o->nranks && !o->mode.empty();
+}
+
+// For scripts, which cannot call hc_get_unique_id or connect a SOCK_SEQPACKET socket themselves.
+int runTool(std::string_view tool) {
+  if (tool == "--new-id") {
+    hc_unique_id_t id;
+    if (hc_get_unique_id(&id) != HC_OK) return 1;
+    for (char c : id.internal) std::printf("%02x", static_cast<unsigned char>(c));
+    std::printf("\n");
+    return 0;
+  }
+  // A shared allocation needs a working connection: Hello, Welcome, MemAlloc.
+  void* p = nullptr;
+  if (hc_mem_alloc(&p, 4096) != HC_OK) return 1;
+  return hc_mem_free(p) == HC_OK ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Tests read stdout from a file while the worker runs, and may SIGKILL it: flush every line.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc == 2 &&
+      (std::string_view(argv[1]) == "--new-id" || std::string_view(argv[1]) == "--probe")) {
+    return runTool(argv[1]);
+  }
+  WorkerOptions o;
+  hc_unique_id_t id;
+  std::memset(&id, 0, sizeof(id));
+  const std::map<std::string_view, int (*)(hc_comm_t, const WorkerOptions&)> modes = {
+      {"matrix", hc::integ::runMatrix}, {"demo", hc::integ::runDemo},
+      {"loop", hc::integ::runLoop},     {"hang", hc::integ::runHang},
+      {"idle", hc::integ::runIdle},     {"mismatch", hc::integ::runMismatch}};
+  // Checked before init: a rank that gives up after joining would leave its peers waiting.
+  if (!parseArgs(argc, argv, &o, &id) || modes.count(o.mode) == 0) {
+    std::fprintf(stderr, "usage: hc_rank_worker --rank R --nranks N --id HEX --mode MODE ...\n");
+    return hc::integ::kExitUsage;
+  }
+  hc_comm_t comm = nullptr;
+  hc_status_t rc = hc_comm_init_rank(&comm, o.nranks, id, o.rank);
+  if (rc != HC_OK) {
+    hc::integ::printStatus("result", rc, nullptr);
+    std::printf("init failed\n");
+    return hc::integ::kExitOpFailed;
+  }
+  std::printf("ready\n");
+  int code = modes.at(o.mode)(comm, o);
+  // A healthy communicator is destroyed cleanly (which the daemon must accept); a failed or
+  // deliberately broken one is aborted, which never waits for other ranks.
+  if (code == hc::integ::kExitOk && o.mode != "mismatch") {
+    rc = hc_comm_destroy(comm);
+    if (rc != HC_OK) {
+      hc::integ::printStatus("destroy", rc, nullptr);
+      code = hc::integ::kExitOpFailed;
+    }
+  } else {
+    (void)hc_comm_abort(comm);
+  }
+  return code;
+}
