@@ -1,0 +1,93 @@
+// hc-perf: measures hetero-commd's collectives the way nccl-tests measures NCCL's, from -N local
+// rank processes it forks itself, and compares allreduce with the one-pass memory-bound limit
+// measured in this process first. Exits non-zero on any error or wrong element.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bench/launcher.h"
+#include "bench/membw.h"
+#include "bench/perf_cases.h"
+#include "bench/perf_options.h"
+#include "bench/perf_table.h"
+
+namespace hc::bench {
+namespace {
+
+// The allreduce sizes that get a one-pass limit: every size from 1 MiB, and the largest.
+std::vector<size_t> limitSizes(const std::vector<Case>& cases) {
+  std::set<size_t> sizes;
+  size_t largest = 0;
+  for (const Case& c : cases) {
+    if (c.op != OpKind::AllReduce) continue;
+    if (c.bytes >= (size_t{1} << 20)) sizes.insert(c.bytes);
+    largest = std::max(largest, c.bytes);
+  }
+  bool any = false;
+  for (const Case& c : cases) any = any || c.op == OpKind::AllReduce;
+  if (any) sizes.insert(largest);
+  return {sizes.begin(), sizes.end()};
+}
+
+int run(int argc, char** argv) {
+  Options opts;
+  if (auto exitCode = parseOptions(argc, argv, &opts)) return *exitCode;
+  // The ranks' client libraries resolve the socket from the environment they inherit.
+  if (!opts.socket.empty()) ::setenv("HC_SOCKET", opts.socket.c_str(), 1);
+
+  std::vector<Case> cases = buildCases(opts);
+  // Each rank allocates a send and a receive buffer of the largest size from its segment; ask
+  // for a segment that holds both (the daemon's default may not), unless the user chose one.
+  if (std::getenv("HC_SEGMENT_BYTES") == nullptr) {
+    constexpr size_t kAlign = size_t{2} << 20;
+    size_t buffer = (std::max<size_t>(maxBufferBytes(cases), 1) + kAlign - 1) / kAlign * kAlign;
+    ::setenv("HC_SEGMENT_BYTES", std::to_string(2 * buffer + 8 * kAlign).c_str(), 1);
+  }
+  MemBwReport membw;
+  const std::vector<size_t> sizes = limitSizes(cases);
+  const bool haveMembw = opts.membw && !sizes.empty();
+  if (haveMembw) membw = measureMemBw(opts.nranks, sizes);  // before any fork: it runs threads
+
+  TablePrinter table(opts, haveMembw ? &membw : nullptr);
+  table.printPreamble(cases.size());
+
+  // hc_get_unique_id is local: nothing of the daemon is touched before the fork.
+  hc_unique_id_t id;
+  if (hc_status_t st = hc_get_unique_id(&id); st != HC_OK) {
+    const char* detail = hc_get_last_error(nullptr);
+    std::fprintf(stderr, "hc-perf: hc_get_unique_id failed: %s: %s\n", hc_get_error_string(st),
+                 detail != nullptr ? detail : "(no detail)");
+    return 1;
+  }
+
+  RankSet ranks;
+  std::string error;
+  if (!ranks.start(opts, cases, id, &error)) {
+    std::fprintf(stderr, "hc-perf: could not launch the ranks: %s\n", error.c_str());
+    return 1;
+  }
+  std::vector<CaseReport> reports;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (!ranks.collect(static_cast<uint32_t>(i), &reports, &error)) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "hc-perf: %s\n", error.c_str());
+      ranks.killAll();
+      return 1;
+    }
+    table.printRow(cases[i], reports);
+  }
+  if (!ranks.finish(&error)) {
+    std::fprintf(stderr, "hc-perf: %s\n", error.c_str());
+    return 1;
+  }
+  table.printFooter();
+  return table.wrongTotal() == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace hc::bench
+
+int main(int argc, char** argv) { return hc::bench::run(argc, argv); }

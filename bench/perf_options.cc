@@ -1,0 +1,200 @@
+#include "bench/perf_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cctype>
+#include <cstdio>
+#include <utility>
+
+namespace hc::bench {
+namespace {
+
+constexpr std::pair<const char*, OpKind> kOps[] = {
+    {"allreduce", OpKind::AllReduce},
+    {"broadcast", OpKind::Broadcast},
+    {"reduce", OpKind::Reduce},
+    {"allgather", OpKind::AllGather},
+    {"reduce_scatter", OpKind::ReduceScatter},
+    {"barrier", OpKind::Barrier},
+};
+
+// The types the daemon reduces exactly on small integers; fp16/bf16/fp8 need their own checks.
+constexpr std::pair<const char*, hc_dtype_t> kDtypes[] = {
+    {"int8", HC_INT8},       {"uint8", HC_UINT8},    {"int32", HC_INT32},     {"uint32", HC_UINT32},
+    {"int64", HC_INT64},     {"uint64", HC_UINT64},  {"float32", HC_FLOAT32}, {"float", HC_FLOAT32},
+    {"float64", HC_FLOAT64}, {"double", HC_FLOAT64},
+};
+
+constexpr std::pair<const char*, hc_redop_t> kRedops[] = {
+    {"sum", HC_SUM}, {"prod", HC_PROD}, {"max", HC_MAX}, {"min", HC_MIN}, {"avg", HC_AVG},
+};
+
+template <typename T, size_t N>
+bool lookup(const std::pair<const char*, T> (&table)[N], const std::string& name,
+            std::vector<T>* out) {
+  out->clear();
+  for (const auto& [n, v] : table) {
+    bool duplicate = false;
+    for (T x : *out) duplicate = duplicate || x == v;
+    if (name == "all" && !duplicate) out->push_back(v);
+    if (name == n) {
+      out->push_back(v);
+      return true;
+    }
+  }
+  return name == "all";
+}
+
+}  // namespace
+
+std::optional<size_t> parseSize(const std::string& text) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  size_t pos = 0;
+  unsigned long long value;
+  try {
+    value = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string suffix = text.substr(pos);
+  int shift = 0;
+  if (suffix == "K" || suffix == "k") {
+    shift = 10;
+  } else if (suffix == "M" || suffix == "m") {
+    shift = 20;
+  } else if (suffix == "G" || suffix == "g") {
+    shift = 30;
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  if (shift > 0 && value > (~0ull >> shift)) return std::nullopt;
+  return static_cast<size_t>(value << shift);
+}
+
+std::optional<int> parseOptions(int argc, char** argv, Options* out) {
+  Options o;
+  std::string minB = "32M", maxB = "32M", stepB = "1M", op = "allreduce", dtype = "float",
+              redop = "sum";
+  int membw = 1;
+  CLI::App app{
+      "hc-perf: nccl-tests-style benchmark of hetero-commd. Launches -N local ranks that link "
+      "libhcclient, times each collective out-of-place and in-place, checks results (-c 1), and "
+      "compares allreduce with the one-pass memory-bound limit measured in this process."};
+  app.add_option("-b,--minbytes", minB, "smallest size (K/M/G suffixes)");
+  app.add_option("-e,--maxbytes", maxB, "largest size");
+  app.add_option("-f,--stepfactor", o.stepFactor, "multiply the size by this between rows");
+  app.add_option("-i,--stepbytes", stepB, "add this between rows when -f is 1");
+  app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 1 << 24));
+  app.add_option("-w,--warmup_iters", o.warmup, "warmup iterations per size")
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("-c,--check", o.check, "check results (0/1)")->check(CLI::Range(0, 1));
+  app.add_option("-o,--op", op, "allreduce|broadcast|reduce|allgather|reduce_scatter|barrier|all");
+  app.add_option("-d,--datatype", dtype,
+                 "int8|uint8|int32|uint32|int64|uint64|float32|float|float64|double|all");
+  app.add_option("-r,--redop", redop, "sum|prod|max|min|avg|all");
+  app.add_option("-R,--root", o.root, "root rank of broadcast and reduce");
+  app.add_option("-N,--nranks", o.nranks, "local rank processes to launch")
+      ->check(CLI::Range(1, kMaxRanks));
+  app.add_option("-s,--socket", o.socket,
+                 "hetero-commd socket (default: HC_SOCKET, then the "
+                 "default path)");
+  app.add_option("-T,--timeout", o.timeoutSec,
+                 "give up when ranks stall this many seconds (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("-m,--membw", membw, "measure the one-pass memory-bound limit (0/1)")
+      ->check(CLI::Range(0, 1));
+  app.add_option("--seed", o.seed, "seed of the checked data");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  auto fail = [](const std::string& what) {
+    std::fprintf(stderr, "hc-perf: %s\n", what.c_str());
+    return std::optional<int>(2);
+  };
+  auto mn = parseSize(minB), mx = parseSize(maxB), st = parseSize(stepB);
+  if (!mn) return fail("bad -b size '" + minB + "'");
+  if (!mx) return fail("bad -e size '" + maxB + "'");
+  if (!st) return fail("bad -i size '" + stepB + "'");
+  o.minBytes = *mn;
+  o.maxBytes = *mx;
+  o.stepBytes = *st;
+  if (o.maxBytes < o.minBytes) return fail("-e must be at least -b");
+  if (o.stepFactor < 1) return fail("-f must be at least 1");
+  if (o.stepFactor == 1 && o.stepBytes == 0 && o.maxBytes > o.minBytes) {
+    return fail("-i must be positive when -f is 1");
+  }
+  if (!lookup(kOps, op, &o.ops)) return fail("unknown -o '" + op + "'");
+  if (!lookup(kDtypes, dtype, &o.dtypes)) return fail("unknown -d '" + dtype + "'");
+  if (!lookup(kRedops, redop, &o.redops)) return fail("unknown -r '" + redop + "'");
+  if (o.root < 0 || o.root >= o.nranks) return fail("-R must name a rank below -N");
+  o.membw = membw != 0;
+  *out = std::move(o);
+  return std::nullopt;
+}
+
+const char* opName(OpKind op) {
+  for (const auto& [n, v] : kOps) {
+    if (v == op) return n;
+  }
+  return "?";
+}
+
+const char* dtypeName(hc_dtype_t dtype) {
+  switch (dtype) {
+    case HC_INT8:
+      return "int8";
+    case HC_UINT8:
+      return "uint8";
+    case HC_INT32:
+      return "int32";
+    case HC_UINT32:
+      return "uint32";
+    case HC_INT64:
+      return "int64";
+    case HC_UINT64:
+      return "uint64";
+    case HC_FLOAT32:
+      return "float";
+    case HC_FLOAT64:
+      return "double";
+    default:
+      return "?";
+  }
+}
+
+const char* redopName(hc_redop_t redop) {
+  if (redop == kNoRedop) return "none";
+  for (const auto& [n, v] : kRedops) {
+    if (v == redop) return n;
+  }
+  return "?";
+}
+
+size_t dtypeSize(hc_dtype_t dtype) {
+  switch (dtype) {
+    case HC_INT8:
+    case HC_UINT8:
+      return 1;
+    case HC_INT32:
+    case HC_UINT32:
+    case HC_FLOAT32:
+      return 4;
+    case HC_INT64:
+    case HC_UINT64:
+    case HC_FLOAT64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+bool hasRedop(OpKind op) {
+  return op == OpKind::AllReduce || op == OpKind::Reduce || op == OpKind::ReduceScatter;
+}
+
+bool hasRoot(OpKind op) { return op == OpKind::Broadcast || op == OpKind::Reduce; }
+
+}  // namespace hc::bench

@@ -1,0 +1,55 @@
+// hc-perf command line: nccl-tests flags (-b -e -f -i -n -w -c -T) plus the collective (-o),
+// types (-d), reduction operators (-r), root (-R), how many local ranks to launch (-N) and the
+// daemon socket (-s). Names printed in the table follow nccl-tests ("float", "sum", "none").
+#pragma once
+
+#include <hetero_comm/hc.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hc::bench {
+
+enum class OpKind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Barrier };
+
+// hc_redop_t has no "none"; collectives without a reduction carry this.
+constexpr hc_redop_t kNoRedop = HC_NUM_OPS;
+
+constexpr int kMaxRanks = 64;  // the checked data stays exact up to here (see check_data.h)
+
+struct Options {
+  size_t minBytes = size_t{32} << 20;
+  size_t maxBytes = size_t{32} << 20;
+  uint64_t stepFactor = 1;  // > 1: multiply; 1: add stepBytes (as nccl-tests)
+  size_t stepBytes = size_t{1} << 20;
+  int iters = 20;
+  int warmup = 5;
+  int check = 1;
+  std::vector<OpKind> ops{OpKind::AllReduce};
+  std::vector<hc_dtype_t> dtypes{HC_FLOAT32};
+  std::vector<hc_redop_t> redops{HC_SUM};
+  int root = 0;
+  int nranks = 2;
+  std::string socket;  // empty: HC_SOCKET or the default path, as the client library resolves it
+  int timeoutSec = 0;  // 0: wait for ranks without limit (nccl-tests -T)
+  bool membw = true;   // measure the in-process one-pass limit before launching the ranks
+  uint64_t seed = 0x6863'7065'7266ull;
+};
+
+// Parses argv. Returns the exit code when the program should stop (--help: 0, bad flags: 2).
+std::optional<int> parseOptions(int argc, char** argv, Options* out);
+
+// "8", "512K", "64M", "1G" (binary multiples, as nccl-tests).
+std::optional<size_t> parseSize(const std::string& text);
+
+const char* opName(OpKind op);
+const char* dtypeName(hc_dtype_t dtype);
+const char* redopName(hc_redop_t redop);
+size_t dtypeSize(hc_dtype_t dtype);
+bool hasRedop(OpKind op);
+bool hasRoot(OpKind op);
+
+}  // namespace hc::bench

@@ -1,0 +1,138 @@
+#include "bench/perf_table.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace hc::bench {
+
+void formatTime(double us, char* out, size_t n) {
+  if (us >= 10000.0) {
+    std::snprintf(out, n, "%7.0f", us);
+  } else if (us >= 100.0) {
+    std::snprintf(out, n, "%7.1f", us);
+  } else {
+    std::snprintf(out, n, "%7.2f", us);
+  }
+}
+
+void TablePrinter::printPreamble(size_t caseCount) const {
+  char step[64];
+  if (opts_.stepFactor > 1) {
+    std::snprintf(step, sizeof(step), "%llu(factor)",
+                  static_cast<unsigned long long>(opts_.stepFactor));
+  } else {
+    std::snprintf(step, sizeof(step), "%zu(bytes)", opts_.stepBytes);
+  }
+  const char* socket = opts_.socket.empty() ? std::getenv("HC_SOCKET") : opts_.socket.c_str();
+  std::printf(
+      "# hc-perf: nranks %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d "
+      "validation: %d rows: %zu\n",
+      opts_.nranks, opts_.minBytes, opts_.maxBytes, step, opts_.warmup, opts_.iters, opts_.check,
+      caseCount);
+  const char* segment = std::getenv("HC_SEGMENT_BYTES");
+  std::printf("# socket: %s, segment: %s bytes per rank\n",
+              socket != nullptr ? socket : "(client library default)",
+              segment != nullptr ? segment : "(daemon default)");
+  if (membw_ != nullptr && membw_->plainBytes > 0) {
+    std::printf(
+        "# membw, in this process with %d threads over %d buffers of %zu B: "
+        "read+write %.2f GB/s\n",
+        membw_->threads, membw_->nbufs, membw_->plainBytes, membw_->plainGBs);
+    for (const auto& r : membw_->onePass) {
+      char t[32];
+      formatTime(r.timeUs, t, sizeof(t));
+      std::printf(
+          "#   one-pass allreduce of %d x %zu B: %s us, memory %.2f GB/s, busbw %.2f GB/s\n",
+          membw_->nbufs, r.bytes, t, r.memGBs, r.busBw);
+    }
+  }
+  std::fflush(stdout);
+}
+
+void TablePrinter::printColumnHeader(OpKind op) const {
+  std::printf("#\n# %s, %d ranks\n#\n", opName(op), opts_.nranks);
+  std::printf(
+      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
+      "          \n",
+      "", "", "", "", "");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
+              "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+              "busbw", "#wrong");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
+              "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+              "");
+}
+
+void TablePrinter::printRow(const Case& c, const std::vector<CaseReport>& reports) {
+  if (c.firstOfOp) printColumnHeader(c.op);
+  Row row{c.bytes, {0, 0}, false, 0};
+  std::printf("%12zu  %12zu  %8s  %6s  %6i", c.bytes, c.count,
+              c.op == OpKind::Barrier ? "none" : dtypeName(c.dtype), redopName(c.redop), c.root);
+  for (int side = 0; side < 2; ++side) {
+    double us = 0;
+    int64_t wrong = -1;
+    for (const CaseReport& r : reports) {
+      us = std::max(us, r.timeUs[side]);
+      if (r.wrong[side] >= 0) wrong = std::max<int64_t>(wrong, 0) + r.wrong[side];
+    }
+    double algBw = us > 0 ? static_cast<double>(c.bytes) / 1e3 / us : 0.0;  // bytes/1e9/s
+    double busBw = algBw * busFactor(c.op, opts_.nranks);
+    row.busBw[side] = busBw;
+    if (c.op != OpKind::Barrier) {  // a barrier moves no data: keep it out of the average
+      busBwSum_ += busBw;
+      ++busBwCount_;
+    }
+    char t[32];
+    formatTime(us, t, sizeof(t));
+    if (wrong >= 0) {
+      wrongTotal_ += wrong;
+      std::printf("  %7s  %6.2f  %6.2f  %5g", t, algBw, busBw, static_cast<double>(wrong));
+    } else {
+      std::printf("  %7s  %6.2f  %6.2f  %5s", t, algBw, busBw, "N/A");
+    }
+  }
+  std::printf("\n");
+  for (const CaseReport& r : reports) {
+    if (r.hasMedian) {
+      row.hasMedian = true;
+      row.medianUs = std::max(row.medianUs, r.medianUs);  // the slowest rank, as the time column
+    }
+  }
+  group_.push_back(row);
+  if (c.lastOfGroup) {
+    printTrailers(c);
+    group_.clear();
+  }
+  std::fflush(stdout);
+}
+
+void TablePrinter::printTrailers(const Case& last) const {
+  for (const Row& row : group_) {
+    if (row.hasMedian) std::printf("# median latency at %zu: %.2f us\n", row.bytes, row.medianUs);
+  }
+  if (last.op != OpKind::AllReduce || membw_ == nullptr) return;
+  constexpr size_t kEverySizeFrom = size_t{1} << 20;
+  for (size_t i = 0; i < group_.size(); ++i) {
+    const Row& row = group_[i];
+    if (row.bytes < kEverySizeFrom && i + 1 != group_.size()) continue;
+    const OnePassResult* limit = membw_->find(row.bytes);
+    if (limit == nullptr) continue;
+    double ratio = limit->busBw > 0 ? 100.0 * row.busBw[0] / limit->busBw : 0.0;
+    std::printf(
+        "# one-pass limit at %zu: busbw %.2f GB/s (memory %.2f GB/s); "
+        "hc-perf/limit = %.0f%%\n",
+        row.bytes, limit->busBw, limit->memGBs, ratio);
+  }
+}
+
+void TablePrinter::printFooter() const {
+  double avg = busBwCount_ > 0 ? busBwSum_ / busBwCount_ : 0.0;
+  std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrongTotal_),
+              wrongTotal_ != 0 ? "FAILED" : "OK");
+  std::printf("# Avg bus bandwidth    : %g\n", avg);
+  std::printf("#\n");
+  std::fflush(stdout);
+}
+
+}  // namespace hc::bench

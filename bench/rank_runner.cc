@@ -1,0 +1,259 @@
+#include "bench/rank_runner.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "bench/check_data.h"
+
+namespace hc::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+class RankRunner {
+ public:
+  RankRunner(const Options& opts, const std::vector<Case>& cases, int rank, int fd)
+      : opts_(opts), cases_(cases), rank_(rank), fd_(fd) {}
+
+  int run(const hc_unique_id_t& id) {
+    hc_status_t st = hc_comm_init_rank(&comm_, opts_.nranks, id, rank_);
+    if (st != HC_OK) return fail(kInitCase, st, "hc_comm_init_rank", nullptr);
+    // Allocated and touched once: first touch runs far below memory bandwidth.
+    size_t bytes = std::max<size_t>(maxBufferBytes(cases_), 4096);
+    if ((st = hc_mem_alloc(&send_, bytes)) != HC_OK)
+      return fail(kInitCase, st, "hc_mem_alloc", nullptr);
+    if ((st = hc_mem_alloc(&recv_, bytes)) != HC_OK)
+      return fail(kInitCase, st, "hc_mem_alloc", nullptr);
+    std::memset(send_, 0, bytes);
+    std::memset(recv_, 0, bytes);
+    for (size_t i = 0; i < cases_.size(); ++i) {
+      if (int rc = runCase(static_cast<uint32_t>(i)); rc != 0) return rc;
+    }
+    if ((st = hc_comm_finalize(comm_)) != HC_OK) {
+      return fail(static_cast<uint32_t>(cases_.size()), st, "hc_comm_finalize", comm_);
+    }
+    if ((st = hc_comm_destroy(comm_)) != HC_OK) {
+      return fail(static_cast<uint32_t>(cases_.size()), st, "hc_comm_destroy", nullptr);
+    }
+    hc_mem_free(send_);
+    hc_mem_free(recv_);
+    return 0;
+  }
+
+ private:
+  struct Buffers {
+    const void* send;
+    void* recv;
+  };
+
+  int runCase(uint32_t index) {
+    const Case& c = cases_[index];
+    CaseReport r{};
+    r.caseIndex = index;
+    r.rank = rank_;
+    r.wrong[0] = r.wrong[1] = -1;
+    hc_status_t st = timed(c, false, opts_.warmup, nullptr);
+    for (int inPlace = 0; inPlace < 2 && st == HC_OK; ++inPlace) {
+      st = timed(c, inPlace != 0, opts_.iters, &r.timeUs[inPlace]);
+    }
+    for (int inPlace = 0; inPlace < 2 && st == HC_OK && opts_.check; ++inPlace) {
+      st = checked(c, index, inPlace != 0, &r.wrong[inPlace]);
+    }
+    if (st == HC_OK && c.bytes <= kLatencyMaxBytes) {
+      st = medianLatency(c, &r.medianUs);
+      r.hasMedian = 1;
+    }
+    if (st != HC_OK) return fail(index, st, ("hc_" + std::string(opName(c.op))).c_str(), comm_);
+    return report(r) ? 0 : 1;
+  }
+
+  Buffers buffersFor(const Case& c, bool inPlace) const {
+    if (!inPlace) return {send_, recv_};
+    const size_t ws = dtypeSize(c.dtype);
+    auto* s = static_cast<char*>(send_);
+    auto* r = static_cast<char*>(recv_);
+    switch (c.op) {
+      case OpKind::AllGather:
+        return {r + rank_ * c.sendInplaceOffset * ws, r};
+      case OpKind::ReduceScatter:
+        return {s, s + rank_ * c.recvInplaceOffset * ws};
+      default:
+        return {r, r};
+    }
+  }
+
+  hc_status_t issue(const Case& c, Buffers b, hc_request_t* req) {
+    switch (c.op) {
+      case OpKind::AllReduce:
+        return hc_allreduce(b.send, b.recv, c.count, c.dtype, c.redop, comm_, nullptr, req);
+      case OpKind::Broadcast:
+        return hc_broadcast(b.send, b.recv, c.count, c.dtype, c.root, comm_, nullptr, req);
+      case OpKind::Reduce:
+        return hc_reduce(b.send, b.recv, c.count, c.dtype, c.redop, c.root, comm_, nullptr, req);
+      case OpKind::AllGather:
+        return hc_allgather(b.send, b.recv, c.sendCount, c.dtype, comm_, nullptr, req);
+      case OpKind::ReduceScatter:
+        return hc_reduce_scatter(b.send, b.recv, c.recvCount, c.dtype, c.redop, comm_, nullptr,
+                                 req);
+      case OpKind::Barrier:
+        return hc_barrier(comm_, nullptr, req);
+    }
+    return HC_INTERNAL;
+  }
+
+  // Issues iters operations back to back, then waits for them in order (nccl-tests times a
+  // launched batch, not each call). Back-pressure (HC_NO_RESOURCE) is absorbed by waiting for the
+  // oldest outstanding operation; that wait is part of the measured time, as it would be for a
+  // trainer.
+  hc_status_t timed(const Case& c, bool inPlace, int iters, double* us) {
+    Buffers b = buffersFor(c, inPlace);
+    requests_.assign(static_cast<size_t>(iters), nullptr);
+    size_t waited = 0;
+    auto t0 = Clock::now();
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      hc_status_t st;
+      while ((st = issue(c, b, &requests_[i])) == HC_NO_RESOURCE && waited < i) {
+        if ((st = hc_wait(&requests_[waited++])) != HC_OK) return st;
+      }
+      if (st != HC_OK) return st;
+    }
+    for (; waited < requests_.size(); ++waited) {
+      if (hc_status_t st = hc_wait(&requests_[waited]); st != HC_OK) return st;
+    }
+    if (us != nullptr) *us = iters > 0 ? microsSince(t0) / iters : 0.0;
+    return HC_OK;
+  }
+
+  hc_status_t runOnce(const Case& c, Buffers b) {
+    hc_request_t req = nullptr;
+    hc_status_t st = issue(c, b, &req);
+    return st == HC_OK ? hc_wait(&req) : st;
+  }
+
+  // One operation on seeded inputs; counts the wrong output elements this rank can see.
+  hc_status_t checked(const Case& c, uint32_t index, bool inPlace, int64_t* wrong) {
+    DataSpec spec{c.dtype, c.redop, opts_.nranks, opts_.seed + 2 * uint64_t{index} + inPlace};
+    Buffers b = buffersFor(c, inPlace);
+    auto* recv = static_cast<char*>(b.recv);
+    auto* send = const_cast<void*>(b.send);
+    const size_t ws = dtypeSize(c.dtype);
+    fillSentinel(c.dtype, c.recvCount, recv);
+    switch (c.op) {
+      case OpKind::Broadcast:  // only the root's input matters; others start from the sentinel
+        if (rank_ == c.root) fillInput(spec, rank_, 0, c.sendCount, send);
+        break;
+      case OpKind::Barrier:
+        break;
+      default:
+        fillInput(spec, rank_, 0, c.sendCount, send);
+        break;
+    }
+    if (hc_status_t st = runOnce(c, b); st != HC_OK) return st;
+    size_t bad = 0;
+    switch (c.op) {
+      case OpKind::AllReduce:
+        bad = countWrongReduced(spec, 0, c.recvCount, recv);
+        break;
+      case OpKind::Reduce:  // non-root receive buffers are unspecified
+        if (rank_ == c.root) bad = countWrongReduced(spec, 0, c.recvCount, recv);
+        break;
+      case OpKind::Broadcast:
+        bad = countWrongCopied(spec, c.root, 0, c.recvCount, recv);
+        break;
+      case OpKind::AllGather:
+        for (int r = 0; r < opts_.nranks; ++r) {
+          bad += countWrongCopied(spec, r, 0, c.sendCount, recv + r * c.sendCount * ws);
+        }
+        break;
+      case OpKind::ReduceScatter:
+        bad = countWrongReduced(spec, rank_ * c.recvCount, c.recvCount, recv);
+        break;
+      case OpKind::Barrier:
+        break;
+    }
+    *wrong = static_cast<int64_t>(bad);
+    return HC_OK;
+  }
+
+  // Per-operation latency of blocking calls (post, then wait), the median of opts_.iters.
+  hc_status_t medianLatency(const Case& c, double* us) {
+    Buffers b = buffersFor(c, false);
+    std::vector<double> samples;
+    samples.reserve(static_cast<size_t>(opts_.iters));
+    for (int i = 0; i < opts_.iters; ++i) {
+      auto t0 = Clock::now();
+      if (hc_status_t st = runOnce(c, b); st != HC_OK) return st;
+      samples.push_back(microsSince(t0));
+    }
+    auto mid = samples.begin() + samples.size() / 2;
+    std::nth_element(samples.begin(), mid, samples.end());
+    *us = *mid;
+    if (samples.size() % 2 == 0) {
+      *us = (*us + *std::max_element(samples.begin(), mid)) / 2;
+    }
+    return HC_OK;
+  }
+
+  // errComm: the communicator the failed call was made on, or null for calls on none (and for
+  // hc_comm_destroy, after which the handle is gone). Asking a communicator for its last error
+  // replaces this thread's last error of any call, so only the right one is asked.
+  int fail(uint32_t index, hc_status_t st, const char* call, hc_comm_t errComm) {
+    CaseReport r{};
+    r.caseIndex = index;
+    r.rank = rank_;
+    r.status = st == HC_OK ? HC_INTERNAL : st;
+    const char* detail = hc_get_last_error(errComm);
+    if (detail == nullptr || *detail == '\0') detail = "(no detail)";
+    std::snprintf(r.message, sizeof(r.message), "%s failed: %s: %s", call, hc_get_error_string(st),
+                  detail);
+    report(r);
+    return 1;
+  }
+
+  bool report(const CaseReport& r) {
+    const char* p = reinterpret_cast<const char*>(&r);
+    size_t left = sizeof(r);
+    while (left > 0) {
+      ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  const Options& opts_;
+  const std::vector<Case>& cases_;
+  const int rank_;
+  const int fd_;
+  hc_comm_t comm_ = nullptr;
+  void* send_ = nullptr;
+  void* recv_ = nullptr;
+  std::vector<hc_request_t> requests_;
+};
+
+}  // namespace
+
+int runRank(const Options& opts, const std::vector<Case>& cases, const hc_unique_id_t& id, int rank,
+            int reportFd, pid_t parent) {
+  // A rank outliving the parent would wait in a collective forever; die with it instead.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) return 1;  // the parent died before prctl took effect
+  RankRunner runner(opts, cases, rank, reportFd);
+  return runner.run(id);
+}
+
+}  // namespace hc::bench

@@ -1,0 +1,34 @@
+// One rank of hc-perf, run in a forked child: joins the communicator, allocates its buffers once,
+// walks the case list and reports each case to the parent over its pipe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bench/perf_cases.h"
+#include "bench/perf_options.h"
+
+namespace hc::bench {
+
+constexpr uint32_t kInitCase = UINT32_MAX;      // caseIndex of a failure before the first case
+constexpr size_t kLatencyMaxBytes = 64 * 1024;  // cases up to this size also get a median latency
+
+// One report per case and rank; fixed size and below PIPE_BUF, so one write() is one report.
+struct CaseReport {
+  uint32_t caseIndex;
+  int32_t rank;
+  int32_t status;     // hc_status_t: HC_OK when the case ran
+  int32_t hasMedian;  // medianUs is set (size <= kLatencyMaxBytes)
+  double timeUs[2];   // average per operation: out-of-place, in-place
+  int64_t wrong[2];   // wrong elements of the checked runs; -1 when not checked (-c 0)
+  double medianUs;    // median of blocking post + wait, out-of-place
+  char message[448];  // when status != HC_OK: hc_get_error_string + hc_get_last_error
+};
+static_assert(sizeof(CaseReport) <= 512);
+
+// Runs rank `rank` and returns the child's exit code. Never returns to the caller's other work:
+// the child must _exit() with the result.
+int runRank(const Options& opts, const std::vector<Case>& cases, const hc_unique_id_t& id, int rank,
+            int reportFd, pid_t parent);
+
+}  // namespace hc::bench
