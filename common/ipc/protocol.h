@@ -21,10 +21,10 @@ namespace hc::ipc {
 
 constexpr uint32_t kFrameMagic = 0x50494348;  // "HCIP" little-endian
 constexpr uint16_t kProtocolMajor = 1;        // a different major is refused at Hello
-constexpr uint16_t kProtocolMinor = 0;
+constexpr uint16_t kProtocolMinor = 1;  // 1: p2p, groups, all-to-all, gather/scatter, split
 constexpr size_t kMaxFrameBytes = 1024;       // larger frames are rejected, never truncated
 constexpr size_t kMessageBytes = 200;         // error text carried in Error frames
-constexpr size_t kCompletionText = 104;       // error text carried in completion entries
+constexpr size_t kCompletionText = 100;       // error text carried in completion entries
 
 enum class FrameType : uint16_t {
   Hello = 1,          // client -> daemon, first frame
@@ -116,8 +116,26 @@ enum class OpType : uint8_t {
   AllGather = 6,
   ReduceScatter = 7,
   Barrier = 8,
+  AllToAll = 9,    // count = elements per peer; send and recv hold nranks * count
+  Gather = 10,     // count = elements per rank; the root's recv holds nranks * count
+  Scatter = 11,    // count = elements per rank; the root's send holds nranks * count
+  Send = 12,       // root = the peer rank; send = the data
+  Recv = 13,       // root = the peer rank; recv = where the data lands
+  CommSplit = 14,  // collective over the parent; splitColor/splitKey; completion: see below
 };
-constexpr uint8_t kNumOpTypes = 9;
+constexpr uint8_t kNumOpTypes = 15;
+
+// SubmitEntry::flags.
+// GroupMore: another entry of the same group on the same communicator follows. Entries up to and
+// including the first one without it form one unit, matched as a whole (GroupStart/GroupEnd):
+// the unit's operations may complete in any order, and the unit completes when all of them have.
+// A group spanning communicators closes one unit per communicator.
+constexpr uint8_t kEntryGroupMore = 1u << 0;
+// ScalarInBuffer (PreMulSum): `scalar` is the segment offset of the scalar (dtype bytes), read
+// when the operation runs, as NCCL reads a device-resident scalar; otherwise it is the value.
+constexpr uint8_t kEntryScalarInBuffer = 1u << 1;
+constexpr uint8_t kKnownEntryFlags = kEntryGroupMore | kEntryScalarInBuffer;
+constexpr uint32_t kMaxGroupOps = 1u << 16;  // a longer group fails with InvalidArgument
 
 // Memory kinds of a buffer reference.
 enum class MemKind : uint8_t {
@@ -142,8 +160,8 @@ struct SubmitEntry {
   uint8_t op;           // OpType
   uint8_t dtype;        // hc_dtype_t / ncclDataType_t value
   uint8_t redop;        // RedOp
-  uint8_t reserved0;
-  int32_t root;         // broadcast/reduce root; -1 otherwise
+  uint8_t flags;        // kEntry* bits
+  int32_t root;         // broadcast/reduce/gather/scatter root; send/recv peer; -1 otherwise
   uint64_t count;       // elements (allgather: per rank sent; reduce-scatter: per rank received)
   BufferRef send;
   BufferRef recv;
@@ -154,15 +172,23 @@ struct SubmitEntry {
   int32_t rank;
   int32_t timeoutMs;    // init deadline; ops on the communicator wait without limit when <= 0
   uint32_t reserved1;
-  uint64_t reserved2[3];
+  // CommSplit only: the new communicator's color (kSplitNoColor: none) and ordering key.
+  int32_t splitColor;
+  int32_t splitKey;
+  uint64_t reserved2[2];
 };
 static_assert(sizeof(SubmitEntry) == 128 && std::is_standard_layout_v<SubmitEntry>);
 
+constexpr int32_t kSplitNoColor = -1;  // HC_SPLIT_NOCOLOR
+
+// CommInit: value = the communicator handle. CommSplit: value = the new handle (0 for a rank
+// with no color), rank = the caller's rank in it, nranks = its size.
 struct CompletionEntry {
   uint64_t requestId;
   int32_t status;  // hc::Code
-  uint32_t reserved;
-  uint64_t value;                // CommInit: the communicator handle
+  int32_t rank;
+  uint64_t value;
+  int32_t nranks;
   char message[kCompletionText];  // NUL-terminated error text when status != Ok
 };
 static_assert(sizeof(CompletionEntry) == 128 && std::is_standard_layout_v<CompletionEntry>);

@@ -64,8 +64,53 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
       }
       break;
     }
+    case ipc::OpType::AllToAll: {
+      // Block j of rank i's input becomes block i of rank j's output.
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = 0; j < n; ++j) {
+          Task t;
+          t.units = bytes;
+          t.inputs.push_back(ranks[i].send + j * bytes);
+          t.outputs.push_back(ranks[j].recv + i * bytes);
+          addTask(std::move(t), 1, pieceBytes);
+        }
+      }
+      break;
+    }
+    case ipc::OpType::Gather: {
+      // Block i of the root's output is rank i's input.
+      for (size_t i = 0; i < n; ++i) {
+        Task t;
+        t.units = bytes;
+        t.inputs.push_back(ranks[i].send);
+        t.outputs.push_back(ranks[op.root].recv + i * bytes);
+        addTask(std::move(t), 1, pieceBytes);
+      }
+      break;
+    }
+    case ipc::OpType::Scatter: {
+      // Rank i's output is block i of the root's input.
+      for (size_t i = 0; i < n; ++i) {
+        Task t;
+        t.units = bytes;
+        t.inputs.push_back(ranks[op.root].send + i * bytes);
+        t.outputs.push_back(ranks[i].recv);
+        addTask(std::move(t), 1, pieceBytes);
+      }
+      break;
+    }
+    case ipc::OpType::Send: {
+      // A matched transfer: ranks = {the sender, the receiver}.
+      HC_CHECK(n == 2);
+      Task t;
+      t.units = bytes;
+      t.inputs.push_back(ranks[0].send);
+      t.outputs.push_back(ranks[1].recv);
+      addTask(std::move(t), 1, pieceBytes);
+      break;
+    }
     default:
-      break;  // barrier: no data
+      break;  // barrier, split: no data
   }
 }
 

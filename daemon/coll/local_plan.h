@@ -29,7 +29,8 @@ struct RankBuffers {
 
 class LocalPlan {
  public:
-  // ranks[i] belongs to rank i; the descriptors were validated and agree across ranks.
+  // ranks[i] belongs to rank i; the descriptors were validated and agree across ranks. For a
+  // transfer (type Send), ranks = {the sender's buffers, the receiver's}.
   // pieceBytes bounds the work of one piece, so large collectives spread over the pool.
   LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t pieceBytes);
 

@@ -1,5 +1,7 @@
 #include "daemon/session/communicator.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "daemon/session/session.h"
@@ -8,30 +10,180 @@
 namespace hc::session {
 
 Communicator::Communicator(uint64_t id, int nranks, int opTimeoutMs)
-    : id_(id), members_(nranks, nullptr), queues_(nranks), opTimeoutMs_(opTimeoutMs) {}
+    : id_(id),
+      members_(nranks, nullptr),
+      open_(nranks),
+      queues_(nranks),
+      collectivesPosted_(nranks, 0),
+      sendsPosted_(nranks, std::vector<uint64_t>(nranks, 0)),
+      recvsPosted_(nranks, std::vector<uint64_t>(nranks, 0)),
+      opTimeoutMs_(opTimeoutMs) {}
 
 bool Communicator::hasMembers() const {
-  for (auto* m : members_) {
-    if (m != nullptr) return true;
-  }
-  return false;
+  return std::any_of(members_.begin(), members_.end(), [](Session* m) { return m != nullptr; });
 }
 
-void Communicator::post(int rank, PendingOp op) {
+void Communicator::post(int rank, PendingOp op, bool closesUnit) {
   if (failed()) {
     op.session->complete(op.requestId, failure_);
     return;
   }
-  queues_[rank].push_back(std::move(op));
+  open_[rank].ops.push_back(std::move(op));
+  if (!closesUnit) return;
+  Unit unit = std::move(open_[rank]);
+  open_[rank] = Unit{};
+  Status s = unit.rejected.isOk() ? checkUnit(rank, unit) : unit.rejected;
+  if (!s.isOk()) {
+    for (auto& o : unit.ops) o.session->complete(o.requestId, s);
+    return;
+  }
+  unit.serial = nextSerial_++;
+  unit.states.assign(unit.ops.size(), State::Waiting);
+  unit.unfinished = unit.ops.size();
+  assignSequences(rank, unit);
+  queues_[rank].push_back(std::move(unit));
+  if (queues_[rank].size() == 1) activateHead(rank);
 }
 
-Status Communicator::agreement(const std::vector<PendingOp>& heads) const {
-  const PendingOp& a = heads[0];
-  for (size_t r = 1; r < heads.size(); ++r) {
-    const PendingOp& b = heads[r];
-    if (a.type != b.type || a.dtype != b.dtype || a.count != b.count || a.root != b.root ||
-        a.redop != b.redop) {
-      return invalidArgument("op " + std::to_string(seq_) + " mismatch: rank 0 posted " +
+void Communicator::reject(int rank, const std::shared_ptr<Session>& session, uint64_t requestId,
+                          const Status& why, bool closesUnit) {
+  if (failed()) {
+    session->complete(requestId, failure_);
+    return;
+  }
+  Unit& unit = open_[rank];
+  if (unit.ops.empty() && closesUnit) {
+    session->complete(requestId, why);
+    return;
+  }
+  if (unit.rejected.isOk()) {
+    unit.rejected = Status{why.code(), "group rejected: " + why.message()};
+  }
+  PendingOp placeholder;
+  placeholder.requestId = requestId;
+  placeholder.session = session;
+  post(rank, std::move(placeholder), closesUnit);
+}
+
+Status Communicator::checkUnit(int rank, const Unit& unit) const {
+  if (unit.ops.size() > ipc::kMaxGroupOps) {
+    return invalidArgument("a group holds " + std::to_string(unit.ops.size()) +
+                           " operations on one communicator; at most " +
+                           std::to_string(ipc::kMaxGroupOps) + " are allowed");
+  }
+  // A transfer to self matches only inside its own unit: one left over would wait for a
+  // partner that can only come after it, on the same rank.
+  int selfSends = 0, selfRecvs = 0;
+  for (const auto& op : unit.ops) {
+    if (op.type == ipc::OpType::Send && op.root == rank) ++selfSends;
+    if (op.type == ipc::OpType::Recv && op.root == rank) ++selfRecvs;
+  }
+  if (selfSends != selfRecvs) {
+    return invalidArgument("a send to self needs a matching receive from self in the same group (" +
+                           std::to_string(selfSends) + " sends, " + std::to_string(selfRecvs) +
+                           " receives to self)");
+  }
+  return okStatus();
+}
+
+void Communicator::assignSequences(int rank, Unit& unit) {
+  for (auto& op : unit.ops) {
+    if (op.type == ipc::OpType::Send) {
+      op.seq = sendsPosted_[rank][op.root]++;
+    } else if (op.type == ipc::OpType::Recv) {
+      op.seq = recvsPosted_[rank][op.root]++;
+    } else {
+      op.seq = collectivesPosted_[rank]++;
+    }
+  }
+}
+
+void Communicator::activateHead(int rank) {
+  if (queues_[rank].empty()) return;
+  Unit& unit = queues_[rank].front();
+  for (size_t i = 0; i < unit.ops.size() && !failed(); ++i) {
+    if (isPointToPoint(unit.ops[i].type)) {
+      offerTransfer(rank, unit, i);
+    } else {
+      offerCollective(rank, unit, i);
+    }
+  }
+}
+
+void Communicator::offerCollective(int rank, Unit& unit, size_t index) {
+  const uint64_t seq = unit.ops[index].seq;
+  auto& slot = collectives_[seq];
+  slot.resize(members_.size());
+  slot[rank] = Match::Ref{rank, unit.serial, index};
+  if (std::any_of(slot.begin(), slot.end(), [](const auto& r) { return !r.has_value(); })) return;
+  std::vector<Match::Ref> refs;
+  for (const auto& r : slot) refs.push_back(*r);
+  collectives_.erase(seq);
+  addMatch(std::move(refs), seq);
+}
+
+void Communicator::offerTransfer(int rank, Unit& unit, size_t index) {
+  const PendingOp& op = unit.ops[index];
+  const Match::Ref ref{rank, unit.serial, index};
+  const bool isSend = op.type == ipc::OpType::Send;
+  const TransferKey key = isSend ? TransferKey{rank, op.root, op.seq}
+                                 : TransferKey{op.root, rank, op.seq};
+  auto& partners = isSend ? recvs_ : sends_;
+  auto it = partners.find(key);
+  if (it == partners.end()) {
+    (isSend ? sends_ : recvs_)[key] = ref;
+    return;
+  }
+  Match::Ref partner = it->second;
+  partners.erase(it);
+  addMatch(isSend ? std::vector<Match::Ref>{ref, partner} : std::vector<Match::Ref>{partner, ref},
+           op.seq);
+}
+
+Communicator::Unit* Communicator::headUnit(int rank, uint64_t serial) {
+  if (queues_[rank].empty() || queues_[rank].front().serial != serial) return nullptr;
+  return &queues_[rank].front();
+}
+
+void Communicator::addMatch(std::vector<Match::Ref> refs, uint64_t seq) {
+  std::vector<const PendingOp*> ops;
+  for (const auto& r : refs) ops.push_back(&headUnit(r.rank, r.unit)->ops[r.index]);
+  Status s = agreement(ops, refs, seq);
+  if (!s.isOk()) {
+    spdlog::warn("communicator {:x}: {}", id_, s.message());
+    fail(s);
+    return;
+  }
+  Match m;
+  m.seq = seq;
+  for (const auto& r : refs) {
+    Unit* u = headUnit(r.rank, r.unit);
+    u->states[r.index] = State::Running;
+    m.ops.push_back(u->ops[r.index]);
+  }
+  m.refs = std::move(refs);
+  ready_.push_back(std::move(m));
+}
+
+Status Communicator::agreement(const std::vector<const PendingOp*>& ops,
+                               const std::vector<Match::Ref>& refs, uint64_t seq) const {
+  const PendingOp& a = *ops[0];
+  if (isPointToPoint(a.type)) {
+    const PendingOp& b = *ops[1];  // the receive
+    if (a.count == b.count && a.dtype == b.dtype) return okStatus();
+    return invalidArgument("transfer " + std::to_string(seq) + " from rank " +
+                           std::to_string(refs[0].rank) + " to rank " +
+                           std::to_string(refs[1].rank) + " mismatch: the send posted " +
+                           describeOp(a) + ", the receive posted " + describeOp(b));
+  }
+  for (size_t r = 1; r < ops.size(); ++r) {
+    const PendingOp& b = *ops[r];
+    bool same = a.type == b.type;
+    if (same && a.type != ipc::OpType::CommSplit) {
+      same = a.dtype == b.dtype && a.count == b.count && a.root == b.root && a.redop == b.redop;
+    }
+    if (!same) {
+      return invalidArgument("op " + std::to_string(seq) + " mismatch: rank 0 posted " +
                              describeOp(a) + ", rank " + std::to_string(r) + " posted " +
                              describeOp(b));
     }
@@ -39,61 +191,86 @@ Status Communicator::agreement(const std::vector<PendingOp>& heads) const {
   return okStatus();
 }
 
-std::optional<std::vector<PendingOp>> Communicator::takeReady() {
-  if (running_ || failed()) return std::nullopt;
-  for (const auto& q : queues_) {
-    if (q.empty()) return std::nullopt;
-  }
-  std::vector<PendingOp> heads;
-  heads.reserve(queues_.size());
-  for (auto& q : queues_) heads.push_back(q.front());
-  Status s = agreement(heads);
-  if (!s.isOk()) {
-    spdlog::warn("communicator {:x}: {}", id_, s.message());
-    fail(s);
-    return std::nullopt;
-  }
-  for (auto& q : queues_) q.pop_front();
-  running_ = true;
-  return heads;
+std::vector<Match> Communicator::takeMatches() {
+  std::vector<Match> out;
+  out.swap(ready_);
+  return out;
 }
 
-void Communicator::finishRunning(std::vector<PendingOp>& heads, const Status& status) {
-  running_ = false;
-  ++seq_;
-  for (auto& op : heads) op.session->complete(op.requestId, status);
-  heads.clear();
+void Communicator::finishMatch(const Match& match, const Status& status,
+                               const std::vector<OpResult>& results) {
+  if (!status.isOk() && !failed()) fail(status);
+  const Status& result = failed() ? failure_ : status;
+  std::vector<int> ranks;
+  for (size_t i = 0; i < match.refs.size(); ++i) {
+    const Match::Ref& ref = match.refs[i];
+    OpResult r = i < results.size() ? results[i] : OpResult{};
+    match.ops[i].session->complete(match.ops[i].requestId, result, r.value, r.rank, r.nranks);
+    if (Unit* u = headUnit(ref.rank, ref.unit)) {
+      u->states[ref.index] = State::Finished;
+      --u->unfinished;
+    }
+    ranks.push_back(ref.rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  for (int r : ranks) popFinishedHeads(r);
+}
+
+void Communicator::popFinishedHeads(int rank) {
+  auto& q = queues_[rank];
+  bool popped = false;
+  while (!q.empty() && q.front().unfinished == 0) {
+    q.pop_front();
+    popped = true;
+  }
+  if (popped) activateHead(rank);
 }
 
 void Communicator::leave(int rank, const Status& why) {
   members_[rank] = nullptr;
-  for (auto& op : queues_[rank]) op.session->complete(op.requestId, why);
-  queues_[rank].clear();
-  if (hasMembers()) fail(why);
+  fail(why);
 }
 
 void Communicator::fail(const Status& why) {
   if (failure_.isOk()) failure_ = why;
+  for (auto& unit : open_) {
+    for (auto& op : unit.ops) op.session->complete(op.requestId, failure_);
+    unit = Unit{};
+  }
   for (auto& q : queues_) {
-    for (auto& op : q) op.session->complete(op.requestId, failure_);
+    for (auto& unit : q) {
+      for (size_t i = 0; i < unit.ops.size(); ++i) {
+        // Running ops complete when their match finishes: the client must not reuse a buffer
+        // the daemon may still write.
+        if (unit.states[i] == State::Waiting) {
+          unit.ops[i].session->complete(unit.ops[i].requestId, failure_);
+        }
+      }
+    }
     q.clear();
   }
-}
-
-std::string Communicator::missingRanks() const {
-  std::string s;
-  for (size_t r = 0; r < queues_.size(); ++r) {
-    if (!queues_[r].empty()) continue;
-    s += (s.empty() ? "" : ", ") + std::to_string(r);
+  // Matched but not yet taken: nothing has touched their buffers, so they fail now.
+  for (auto& m : ready_) {
+    for (auto& op : m.ops) op.session->complete(op.requestId, failure_);
   }
-  return s;
+  ready_.clear();
+  collectives_.clear();
+  sends_.clear();
+  recvs_.clear();
 }
 
 std::optional<std::chrono::steady_clock::time_point> Communicator::deadline() const {
-  if (opTimeoutMs_ <= 0 || running_ || failed()) return std::nullopt;
+  if (opTimeoutMs_ <= 0 || failed()) return std::nullopt;
   std::optional<std::chrono::steady_clock::time_point> first;
   for (const auto& q : queues_) {
-    if (!q.empty() && (!first || q.front().postedAt < *first)) first = q.front().postedAt;
+    if (q.empty()) continue;
+    const Unit& u = q.front();
+    for (size_t i = 0; i < u.ops.size(); ++i) {
+      if (u.states[i] == State::Waiting && (!first || u.ops[i].postedAt < *first)) {
+        first = u.ops[i].postedAt;
+      }
+    }
   }
   if (!first) return std::nullopt;
   return *first + std::chrono::milliseconds(opTimeoutMs_);
@@ -102,8 +279,40 @@ std::optional<std::chrono::steady_clock::time_point> Communicator::deadline() co
 void Communicator::checkDeadline(std::chrono::steady_clock::time_point now) {
   auto d = deadline();
   if (!d || now < *d) return;
-  fail(Status{Code::Timeout, "op " + std::to_string(seq_) + ": ranks " + missingRanks() +
-                                 " did not post within " + std::to_string(opTimeoutMs_) + " ms"});
+  fail(Status{Code::Timeout, waitingFor() + " within " + std::to_string(opTimeoutMs_) + " ms"});
+}
+
+std::string Communicator::waitingFor() const {
+  // The oldest waiting op names what it waits for.
+  const PendingOp* oldest = nullptr;
+  int owner = 0;
+  for (size_t r = 0; r < queues_.size(); ++r) {
+    if (queues_[r].empty()) continue;
+    const Unit& u = queues_[r].front();
+    for (size_t i = 0; i < u.ops.size(); ++i) {
+      if (u.states[i] != State::Waiting) continue;
+      if (oldest == nullptr || u.ops[i].postedAt < oldest->postedAt) {
+        oldest = &u.ops[i];
+        owner = static_cast<int>(r);
+      }
+    }
+  }
+  if (oldest == nullptr) return "an operation was not matched";
+  const std::string what = describeOp(*oldest) + " of rank " + std::to_string(owner);
+  if (oldest->type == ipc::OpType::Send) {
+    return what + ": rank " + std::to_string(oldest->root) + " did not post the matching receive";
+  }
+  if (oldest->type == ipc::OpType::Recv) {
+    return what + ": rank " + std::to_string(oldest->root) + " did not post the matching send";
+  }
+  std::string missing;
+  auto it = collectives_.find(oldest->seq);
+  for (size_t r = 0; r < members_.size(); ++r) {
+    if (it != collectives_.end() && it->second.size() > r && it->second[r].has_value()) continue;
+    missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return "op " + std::to_string(oldest->seq) + " (" + what + "): ranks " + missing +
+         " did not post it";
 }
 
 }  // namespace hc::session

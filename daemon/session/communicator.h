@@ -1,12 +1,25 @@
-// Communicator: the local ranks of one communicator and the operations each has posted.
-// Op k runs when every rank has posted its k-th operation and the k-th descriptors agree; ops run
-// one at a time, in order, like a stream. Runs on the IPC thread only.
+// Communicator: the local ranks of one communicator, the operations each has posted, and the
+// matching that decides which of them can run.
+//
+// Each rank's operations form units: a single operation, or the operations of one group
+// (GroupStart/GroupEnd). A rank's units run in its posting order, like a stream: only the unit at
+// the head of a rank's queue takes part in matching. Inside the head unit every operation matches
+// on its own: a collective with sequence c when every rank's head unit holds collective c, a send
+// r->p with sequence s when p's head unit holds the receive from r with sequence s. Matched work
+// runs at once, in any order, so a group of sends and receives completes whatever order the ranks
+// posted them in. A unit leaves the head when all of its operations finished.
+//
+// Descriptors that disagree (a collective's op, dtype, count, root or operator; a send's and its
+// receive's count or dtype) fail the communicator on every rank with the same message.
+// Runs on the IPC thread only.
 #pragma once
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/status.h"
@@ -14,48 +27,103 @@
 
 namespace hc::session {
 
+// Work that can run now: a collective (ops in rank order) or a transfer (ops = {send, recv}).
+struct Match {
+  struct Ref {
+    int rank;
+    uint64_t unit;  // serial of the unit holding the op
+    size_t index;   // position in the unit
+  };
+  std::vector<PendingOp> ops;  // copies: they keep sessions and segments alive while running
+  std::vector<Ref> refs;
+  uint64_t seq = 0;  // the collective's sequence number (for logs and failures)
+};
+
 class Communicator {
  public:
   Communicator(uint64_t id, int nranks, int opTimeoutMs);
 
   uint64_t id() const { return id_; }
   int nranks() const { return static_cast<int>(members_.size()); }
-  uint64_t seq() const { return seq_; }
 
   // Borrowed: the session outlives its membership (Engine::sessionClosed calls leave()).
   void setMember(int rank, Session* session) { members_[rank] = session; }
   bool hasMembers() const;
 
-  // Queues a rank's op, or completes it at once with the error that failed the communicator.
-  void post(int rank, PendingOp op);
-  // The heads of every queue, in rank order, when all ranks posted op k and none is running.
-  // A disagreement fails the communicator on every rank with the same message.
-  std::optional<std::vector<PendingOp>> takeReady();
-  // The running op finished: completes every rank's request with status.
-  void finishRunning(std::vector<PendingOp>& heads, const Status& status);
-  bool running() const { return running_; }
+  // Adds a rank's op to its open unit; closesUnit ends the unit (the last op of a group, or an
+  // op outside any group) and queues it. A unit that cannot be matched as posted (a send to self
+  // without a receive from self, too many ops) completes every op of it with the error. After a
+  // failure, ops complete at once with the error that failed the communicator.
+  void post(int rank, PendingOp op, bool closesUnit);
+  // An op that failed validation: alone it fails at once; inside a group the whole unit fails
+  // with why when it closes, so no rank waits on half a group.
+  void reject(int rank, const std::shared_ptr<Session>& session, uint64_t requestId,
+              const Status& why, bool closesUnit);
+  // Operations that matched since the last call, ready to run.
+  std::vector<Match> takeMatches();
+  // A match finished: completes its ops' requests with status (or the communicator's failure).
+  // results, when given, holds each op's completion value (CommSplit: handle, rank, nranks).
+  struct OpResult {
+    uint64_t value = 0;
+    int rank = 0;
+    int nranks = 0;
+  };
+  void finishMatch(const Match& match, const Status& status,
+                   const std::vector<OpResult>& results = {});
 
   // A rank left (destroyed, aborted or its client died). Other ranks' pending and later ops fail
-  // with why, since op k can no longer be matched.
+  // with why, since their partners can no longer be matched.
   void leave(int rank, const Status& why);
-  // Fails every queued op now and every op posted later.
+  // Fails every waiting op now and every op posted later; running ones fail when they finish.
   void fail(const Status& why);
   bool failed() const { return !failure_.isOk(); }
 
-  // When the head op has waited longer than the op timeout, fails the communicator with Timeout
-  // naming the ranks that have not posted.
+  // When the oldest waiting op has waited longer than the op timeout, fails the communicator
+  // with Timeout naming what it waits for.
   void checkDeadline(std::chrono::steady_clock::time_point now);
   std::optional<std::chrono::steady_clock::time_point> deadline() const;
 
  private:
-  Status agreement(const std::vector<PendingOp>& heads) const;
-  std::string missingRanks() const;
+  enum class State { Waiting, Running, Finished };
+  struct Unit {
+    uint64_t serial = 0;
+    std::vector<PendingOp> ops;
+    std::vector<State> states;
+    size_t unfinished = 0;
+    Status rejected;  // the first validation error of an op of this (open) unit
+  };
+  // (sender, receiver, sequence of that pair's transfers)
+  using TransferKey = std::tuple<int, int, uint64_t>;
+
+  Status checkUnit(int rank, const Unit& unit) const;
+  void assignSequences(int rank, Unit& unit);
+  void activateHead(int rank);
+  void offerCollective(int rank, Unit& unit, size_t index);
+  void offerTransfer(int rank, Unit& unit, size_t index);
+  void addMatch(std::vector<Match::Ref> refs, uint64_t seq);
+  Unit* headUnit(int rank, uint64_t serial);
+  Status agreement(const std::vector<const PendingOp*>& ops, const std::vector<Match::Ref>& refs,
+                   uint64_t seq) const;
+  void popFinishedHeads(int rank);
+  std::string waitingFor() const;
 
   uint64_t id_;
   std::vector<Session*> members_;
-  std::vector<std::deque<PendingOp>> queues_;
-  uint64_t seq_ = 0;  // index of the op at the heads of the queues
-  bool running_ = false;
+  std::vector<Unit> open_;               // per rank: the group being posted
+  std::vector<std::deque<Unit>> queues_;  // per rank: closed units; front() is matching
+  uint64_t nextSerial_ = 1;
+
+  // Sequence counters, per rank (and peer).
+  std::vector<uint64_t> collectivesPosted_;
+  std::vector<std::vector<uint64_t>> sendsPosted_;  // [rank][peer]
+  std::vector<std::vector<uint64_t>> recvsPosted_;  // [rank][peer]
+
+  // Head-unit ops offered for matching.
+  std::map<uint64_t, std::vector<std::optional<Match::Ref>>> collectives_;  // by sequence
+  std::map<TransferKey, Match::Ref> sends_;
+  std::map<TransferKey, Match::Ref> recvs_;
+  std::vector<Match> ready_;
+
   Status failure_;
   int opTimeoutMs_;
 };

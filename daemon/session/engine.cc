@@ -3,10 +3,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/coll/reduce.h"
 #include "daemon/session/validate.h"
 
 namespace hc::session {
@@ -36,7 +40,7 @@ Engine::~Engine() = default;
 Result<bool> Engine::drain(const SessionPtr& session) {
   bool took = false;
   ipc::SubmitEntry e;
-  while (session->inFlight < options_.maxInFlight) {
+  while (session->inFlight < options_.maxInFlight || !session->openGroups.empty()) {
     ipc::PopResult r = session->popSubmission(&e);
     if (r == ipc::PopResult::Empty) break;
     if (r == ipc::PopResult::Corrupt) return invalidArgument("submission ring is corrupt");
@@ -66,17 +70,24 @@ void Engine::accept(const SessionPtr& session, const ipc::SubmitEntry& e) {
     comm->leave(m->rank, unavailable("rank " + std::to_string(m->rank) +
                                      " destroyed its handle of the communicator"));
     session->removeMember(e.commHandle);
+    session->openGroups.erase(e.commHandle);
     session->complete(e.requestId, okStatus());
     dropIfEmpty(comm);
     return;
   }
+  const bool closesUnit = (e.flags & ipc::kEntryGroupMore) == 0;
+  if (closesUnit) {
+    session->openGroups.erase(e.commHandle);
+  } else {
+    session->openGroups.insert(e.commHandle);
+  }
   auto op = resolveOp(e, session, m->rank, comm->nranks());
   if (!op.isOk()) {
-    session->complete(e.requestId, op.status());
+    comm->reject(m->rank, session, e.requestId, op.status(), closesUnit);
     return;
   }
   op->postedAt = Clock::now();
-  comm->post(m->rank, std::move(op.value()));
+  comm->post(m->rank, std::move(op.value()), closesUnit);
   progress(comm);
 }
 
@@ -132,34 +143,78 @@ void Engine::failInit(const std::string& key, const Status& why) {
 }
 
 void Engine::progress(const std::shared_ptr<Communicator>& comm) {
-  for (;;) {
-    auto heads = comm->takeReady();
-    if (!heads) break;
-    coll::LocalOp lop{heads->front().type, heads->front().dtype, heads->front().redop,
-                      heads->front().root, heads->front().count};
-    std::vector<coll::RankBuffers> bufs;
-    for (const auto& h : *heads) bufs.push_back(h.buffers);
-    auto plan = std::make_unique<coll::LocalPlan>(lop, std::move(bufs), options_.pieceBytes);
-    if (pool_ == nullptr || plan->bytesMoved() <= options_.inlineBytes || plan->pieces() < 2) {
-      for (size_t i = 0; i < plan->pieces(); ++i) plan->runPiece(i);
-      comm->finishRunning(*heads, okStatus());
-      continue;
+  // Running a match inline can finish a unit and so match the next one: loop until quiet.
+  for (auto matches = comm->takeMatches(); !matches.empty(); matches = comm->takeMatches()) {
+    for (auto& m : matches) {
+      if (m.ops.front().type == ipc::OpType::CommSplit) {
+        split(comm, m);
+      } else {
+        run(comm, std::move(m));
+      }
     }
-    uint64_t id = nextRunId_++;
-    coll::LocalPlan* raw = plan.get();
-    running_[id] = Running{comm, std::move(*heads), std::move(plan)};
-    pool_->submit(
-        raw->pieces(), [raw](size_t i) { raw->runPiece(i); },
-        [this, id] {
-          {
-            std::lock_guard<std::mutex> lock(finishedMutex_);
-            finished_.push_back(id);
-          }
-          uint64_t one = 1;
-          [[maybe_unused]] ssize_t n = ::write(doneFd_.get(), &one, sizeof(one));
-        });
-    break;  // the communicator is busy until this op finishes
   }
+}
+
+void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
+  const PendingOp& head = match.ops.front();
+  // A transfer is planned as the sender's copy into the receiver's buffer.
+  const ipc::OpType type = isPointToPoint(head.type) ? ipc::OpType::Send : head.type;
+  coll::LocalOp lop{type, head.dtype, head.redop, head.root, head.count};
+  std::vector<coll::RankBuffers> bufs;
+  for (const auto& op : match.ops) {
+    coll::RankBuffers b = op.buffers;
+    // A buffer-resident scalar is read when the operation runs, as NCCL reads a device scalar.
+    if (op.scalarSource != nullptr) {
+      b.scalar = 0;
+      std::memcpy(&b.scalar, op.scalarSource, coll::dtypeSize(op.dtype));
+    }
+    bufs.push_back(b);
+  }
+  auto plan = std::make_unique<coll::LocalPlan>(lop, std::move(bufs), options_.pieceBytes);
+  if (pool_ == nullptr || plan->bytesMoved() <= options_.inlineBytes || plan->pieces() < 2) {
+    for (size_t i = 0; i < plan->pieces(); ++i) plan->runPiece(i);
+    comm->finishMatch(match, okStatus());
+    return;
+  }
+  uint64_t id = nextRunId_++;
+  coll::LocalPlan* raw = plan.get();
+  running_[id] = Running{comm, std::move(match), std::move(plan)};
+  pool_->submit(
+      raw->pieces(), [raw](size_t i) { raw->runPiece(i); },
+      [this, id] {
+        {
+          std::lock_guard<std::mutex> lock(finishedMutex_);
+          finished_.push_back(id);
+        }
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = ::write(doneFd_.get(), &one, sizeof(one));
+      });
+}
+
+void Engine::split(const std::shared_ptr<Communicator>& comm, const Match& match) {
+  // New rank order: by key, ties by the parent rank (NCCL's rule).
+  std::map<int, std::vector<std::tuple<int, int, size_t>>> byColor;  // color -> (key, rank, op)
+  for (size_t i = 0; i < match.ops.size(); ++i) {
+    const PendingOp& op = match.ops[i];
+    if (op.splitColor == ipc::kSplitNoColor) continue;
+    byColor[op.splitColor].emplace_back(op.splitKey, match.refs[i].rank, i);
+  }
+  std::vector<Communicator::OpResult> results(match.ops.size());
+  for (auto& [color, members] : byColor) {
+    std::sort(members.begin(), members.end());
+    const int n = static_cast<int>(members.size());
+    auto child = std::make_shared<Communicator>(nextCommId_++, n, options_.opTimeoutMs);
+    for (int r = 0; r < n; ++r) {
+      const size_t i = std::get<2>(members[r]);
+      const SessionPtr& s = match.ops[i].session;
+      child->setMember(r, s.get());
+      results[i] = {s->addMember(Member{child, r}), r, n};
+    }
+    comms_[child->id()] = child;
+    spdlog::info("communicator {:x} split from {:x}: color {}, {} local ranks", child->id(),
+                 comm->id(), color, n);
+  }
+  comm->finishMatch(match, okStatus(), results);
 }
 
 void Engine::collectFinished() {
@@ -177,8 +232,8 @@ void Engine::finish(uint64_t runId) {
   auto it = running_.find(runId);
   if (it == running_.end()) return;
   auto comm = it->second.comm;
-  comm->finishRunning(it->second.heads, okStatus());
-  for (auto& h : it->second.heads) h.session->flushCompletions();
+  comm->finishMatch(it->second.match, okStatus());
+  for (auto& op : it->second.match.ops) op.session->flushCompletions();
   running_.erase(it);
   progress(comm);
 }
@@ -210,6 +265,7 @@ void Engine::abortHandle(const SessionPtr& session, uint64_t handle) {
   auto comm = m->comm;
   comm->leave(m->rank, unavailable("rank " + std::to_string(m->rank) + " aborted the communicator"));
   session->removeMember(handle);
+  session->openGroups.erase(handle);
   dropIfEmpty(comm);
 }
 

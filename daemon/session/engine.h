@@ -1,5 +1,6 @@
-// Engine: takes clients' submissions, forms communicators, matches op k across local ranks and
-// runs it in one pass, inline for small ops and on the reduction pool for large ones.
+// Engine: takes clients' submissions, forms and splits communicators, runs what each
+// communicator matched (collectives in one pass, transfers as one copy), inline for small work
+// and on the reduction pool for large.
 // Runs on the IPC thread; the pool's workers reach it only through finished() + the done eventfd.
 #pragma once
 
@@ -65,7 +66,7 @@ class Engine {
   };
   struct Running {
     std::shared_ptr<Communicator> comm;
-    std::vector<PendingOp> heads;
+    Match match;
     std::unique_ptr<coll::LocalPlan> plan;
   };
 
@@ -73,6 +74,8 @@ class Engine {
   void join(const SessionPtr& session, const ipc::SubmitEntry& e);
   void failInit(const std::string& key, const Status& why);
   void progress(const std::shared_ptr<Communicator>& comm);
+  void run(const std::shared_ptr<Communicator>& comm, Match match);
+  void split(const std::shared_ptr<Communicator>& comm, const Match& match);
   void finish(uint64_t runId);
   void dropIfEmpty(const std::shared_ptr<Communicator>& comm);
 

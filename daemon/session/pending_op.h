@@ -18,11 +18,22 @@ struct PendingOp {
   ipc::OpType type = ipc::OpType::Barrier;
   uint8_t dtype = 0;
   uint8_t redop = 0;
-  int root = -1;
+  int root = -1;  // root of rooted collectives; the peer of Send and Recv
   uint64_t count = 0;
   coll::RankBuffers buffers;
+  // PreMulSum with a buffer-resident scalar: read when the operation runs; else null.
+  const uint8_t* scalarSource = nullptr;
+  int splitColor = ipc::kSplitNoColor;  // CommSplit
+  int splitKey = 0;
   SegmentPtr segment;  // keeps the mapping alive while the op may touch it
   std::chrono::steady_clock::time_point postedAt;
+  // Set by the communicator when the op's unit is queued: the collective sequence number, or
+  // the sequence number among this rank's sends to (receives from) the peer.
+  uint64_t seq = 0;
 };
+
+inline bool isPointToPoint(ipc::OpType t) {
+  return t == ipc::OpType::Send || t == ipc::OpType::Recv;
+}
 
 }  // namespace hc::session

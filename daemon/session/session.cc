@@ -113,13 +113,16 @@ ipc::PopResult Session::popSubmission(ipc::SubmitEntry* out) {
   return segment_->view().submit.pop(out);
 }
 
-void Session::complete(uint64_t requestId, const Status& status, uint64_t value) {
+void Session::complete(uint64_t requestId, const Status& status, uint64_t value, int32_t rank,
+                       int32_t nranks) {
   if (!segment_) return;
   if (inFlight > 0) --inFlight;
   ipc::CompletionEntry e{};
   e.requestId = requestId;
   e.status = static_cast<int32_t>(status.code());
   e.value = value;
+  e.rank = rank;
+  e.nranks = nranks;
   ipc::copyText(e.message, status.message());
   if (!overflow_.empty() || !segment_->view().completion.push(e)) {
     overflow_.push_back(e);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <span>
 #include <string>
@@ -57,7 +58,9 @@ class Session {
   // Takes the next submission into daemon memory. Corrupt rings are a protocol violation.
   ipc::PopResult popSubmission(ipc::SubmitEntry* out);
   // Posts a completion; queued when the client lets its ring fill up. Wakes the client if asleep.
-  void complete(uint64_t requestId, const Status& status, uint64_t value = 0);
+  // rank and nranks describe the communicator a CommSplit made.
+  void complete(uint64_t requestId, const Status& status, uint64_t value = 0, int32_t rank = 0,
+                int32_t nranks = 0);
   // Moves queued completions into the ring as space frees up.
   void flushCompletions();
 
@@ -71,6 +74,9 @@ class Session {
 
   // Ops submitted and not yet completed, for back-pressure.
   uint32_t inFlight = 0;
+  // Handles with a group still being submitted: back-pressure waits until they close, since
+  // nothing of an open group can complete.
+  std::set<uint64_t> openGroups;
 
  private:
   Status onHello(std::span<const uint8_t> bytes, uint64_t defaultSegment, uint64_t maxSegment,

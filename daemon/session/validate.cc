@@ -12,7 +12,10 @@ bool isReduction(ipc::OpType t) {
          t == ipc::OpType::ReduceScatter;
 }
 
-bool hasRoot(ipc::OpType t) { return t == ipc::OpType::Broadcast || t == ipc::OpType::Reduce; }
+bool hasRoot(ipc::OpType t) {
+  return t == ipc::OpType::Broadcast || t == ipc::OpType::Reduce || t == ipc::OpType::Gather ||
+         t == ipc::OpType::Scatter;
+}
 
 // Checks that [ref.offset, +bytes) lies in one live allocation, and resolves it.
 Result<uint8_t*> resolveBuffer(const char* which, const ipc::BufferRef& ref, uint64_t bytes,
@@ -43,15 +46,26 @@ const char* opName(ipc::OpType type) {
     case ipc::OpType::AllGather: return "allgather";
     case ipc::OpType::ReduceScatter: return "reduce_scatter";
     case ipc::OpType::Barrier: return "barrier";
+    case ipc::OpType::AllToAll: return "alltoall";
+    case ipc::OpType::Gather: return "gather";
+    case ipc::OpType::Scatter: return "scatter";
+    case ipc::OpType::Send: return "send";
+    case ipc::OpType::Recv: return "recv";
+    case ipc::OpType::CommSplit: return "comm_split";
   }
   return "unknown";
 }
 
 std::string describeOp(const PendingOp& op) {
+  if (op.type == ipc::OpType::CommSplit) {
+    return "comm_split(color=" + std::to_string(op.splitColor) +
+           ", key=" + std::to_string(op.splitKey) + ")";
+  }
   std::string s = std::string(opName(op.type)) + "(count=" + std::to_string(op.count);
   if (op.type != ipc::OpType::Barrier) s += std::string(", ") + coll::dtypeName(op.dtype);
   if (isReduction(op.type)) s += std::string(", ") + coll::redopName(op.redop);
   if (hasRoot(op.type)) s += ", root=" + std::to_string(op.root);
+  if (isPointToPoint(op.type)) s += ", peer=" + std::to_string(op.root);
   return s + ")";
 }
 
@@ -67,9 +81,30 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
   op.root = e.root;
   op.count = e.count;
   op.buffers.scalar = e.scalar;
+  if ((e.flags & ~ipc::kKnownEntryFlags) != 0) {
+    return invalidArgument("unknown entry flags " +
+                           std::to_string(e.flags & ~ipc::kKnownEntryFlags));
+  }
   if (op.type == ipc::OpType::Barrier) {
     op.count = 0;
     return op;
+  }
+  if (op.type == ipc::OpType::CommSplit) {
+    if (e.splitColor < 0 && e.splitColor != ipc::kSplitNoColor) {
+      return invalidArgument("comm split: color " + std::to_string(e.splitColor) +
+                             " is negative (only HC_SPLIT_NOCOLOR may be)");
+    }
+    op.splitColor = e.splitColor;
+    op.splitKey = e.splitKey;
+    op.count = 0;
+    op.dtype = 0;
+    op.redop = 0;
+    op.root = -1;
+    return op;
+  }
+  if (isPointToPoint(op.type) && (e.root < 0 || e.root >= nranks)) {
+    return invalidArgument(std::string(opName(op.type)) + ": peer " + std::to_string(e.root) +
+                           " is out of range for " + std::to_string(nranks) + " ranks");
   }
   if (isReduction(op.type)) {
     HC_RETURN_IF_ERROR(coll::checkReduction(e.dtype, e.redop));
@@ -82,8 +117,18 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
       return invalidArgument("root " + std::to_string(e.root) + " is out of range for " +
                              std::to_string(nranks) + " ranks");
     }
-  } else {
+  } else if (!isPointToPoint(op.type)) {
     op.root = -1;
+  }
+  if ((e.flags & ipc::kEntryScalarInBuffer) != 0) {
+    if (e.redop != static_cast<uint8_t>(ipc::RedOp::PreMulSum)) {
+      return invalidArgument("a scalar in a buffer is only meaningful for a pre-multiplied sum");
+    }
+    ipc::BufferRef ref{};
+    ref.offset = e.scalar;
+    auto p = resolveBuffer("scalar", ref, coll::dtypeSize(e.dtype), *session);
+    if (!p.isOk()) return p.status();
+    op.scalarSource = *p;
   }
   uint64_t bytes = 0;
   uint64_t wide = 0;
@@ -102,6 +147,17 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     case ipc::OpType::Reduce: useRecv = rank == e.root; break;
     case ipc::OpType::AllGather: recvBytes = wide; break;
     case ipc::OpType::ReduceScatter: sendBytes = wide; break;
+    case ipc::OpType::AllToAll: sendBytes = recvBytes = wide; break;
+    case ipc::OpType::Gather:
+      useRecv = rank == e.root;
+      recvBytes = wide;
+      break;
+    case ipc::OpType::Scatter:
+      useSend = rank == e.root;
+      sendBytes = wide;
+      break;
+    case ipc::OpType::Send: useRecv = false; break;
+    case ipc::OpType::Recv: useSend = false; break;
     default: break;
   }
   if (useSend) {
@@ -119,8 +175,18 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     uint64_t s = e.send.offset, r = e.recv.offset;
     bool overlap = s < r + recvBytes && r < s + sendBytes;
     bool inPlace = s == r;
-    if (op.type == ipc::OpType::AllGather) inPlace = s == r + rank * bytes;
-    if (op.type == ipc::OpType::ReduceScatter) inPlace = r == s + rank * bytes;
+    if (op.type == ipc::OpType::AllGather || op.type == ipc::OpType::Gather) {
+      inPlace = s == r + rank * bytes;
+    }
+    if (op.type == ipc::OpType::ReduceScatter || op.type == ipc::OpType::Scatter) {
+      inPlace = r == s + rank * bytes;
+    }
+    // Every rank's block j goes to rank j while rank j's block lands here: in place would
+    // overwrite blocks before they are read.
+    if (op.type == ipc::OpType::AllToAll) inPlace = false;
+    if (overlap && op.type == ipc::OpType::AllToAll) {
+      return invalidArgument("alltoall: send and recv buffers overlap (it cannot run in place)");
+    }
     if (overlap && !inPlace) {
       return invalidArgument(std::string(opName(op.type)) +
                              ": send and recv buffers partially overlap (only the exact in-place "

@@ -123,5 +123,69 @@ TEST_F(ValidateTest, NonRootBuffersThatTheOpIgnoresAreNotChecked) {
   EXPECT_EQ(check(reduce, 0).code(), Code::InvalidArgument);  // the root must receive
 }
 
+TEST_F(ValidateTest, TransfersNeedAPeerInRangeAndOnlyTheirOwnBuffer) {
+  auto send = entry(ipc::OpType::Send, 10, base_, ipc::kNoBuffer);
+  send.root = 3;
+  EXPECT_TRUE(check(send).isOk());
+  send.root = 4;
+  EXPECT_NE(check(send).message().find("peer 4 is out of range"), std::string::npos);
+  send.root = -1;
+  EXPECT_EQ(check(send).code(), Code::InvalidArgument);
+  auto recv = entry(ipc::OpType::Recv, 10, ipc::kNoBuffer, base_);
+  recv.root = 2;
+  EXPECT_TRUE(check(recv).isOk());
+  recv.recv.offset = ipc::kNoBuffer;
+  EXPECT_EQ(check(recv).code(), Code::InvalidArgument);
+}
+
+TEST_F(ValidateTest, AllToAllRefusesAnyOverlap) {
+  // 4 ranks x 10 floats = 160 bytes per side.
+  EXPECT_TRUE(check(entry(ipc::OpType::AllToAll, 10, base_, base_ + 160)).isOk());
+  Status s = check(entry(ipc::OpType::AllToAll, 10, base_, base_));
+  EXPECT_NE(s.message().find("cannot run in place"), std::string::npos) << s.message();
+  EXPECT_EQ(check(entry(ipc::OpType::AllToAll, 10, base_, base_ + 100)).code(),
+            Code::InvalidArgument);
+}
+
+TEST_F(ValidateTest, GatherAndScatterFollowTheInPlaceRulesAtTheRoot) {
+  auto gather = entry(ipc::OpType::Gather, 100, base_ + 2 * 400, base_);
+  gather.root = 2;
+  EXPECT_TRUE(check(gather, 2).isOk()) << "root's send == recv + root * count";
+  gather.send.offset = base_ + 400;
+  EXPECT_EQ(check(gather, 2).code(), Code::InvalidArgument);
+  EXPECT_TRUE(check(gather, 1).isOk()) << "a non-root's recv is not used";
+  auto scatter = entry(ipc::OpType::Scatter, 100, base_, base_ + 400);
+  scatter.root = 1;
+  EXPECT_TRUE(check(scatter, 1).isOk()) << "root's recv == send + root * count";
+  EXPECT_EQ(check(scatter, 1, 4).code(), Code::Ok);
+  scatter.recv.offset = base_ + 4;
+  EXPECT_EQ(check(scatter, 1).code(), Code::InvalidArgument);
+}
+
+TEST_F(ValidateTest, SplitColorMustBeNonNegativeOrNoColor) {
+  auto split = entry(ipc::OpType::CommSplit, 0, ipc::kNoBuffer, ipc::kNoBuffer);
+  split.splitColor = ipc::kSplitNoColor;
+  EXPECT_TRUE(check(split).isOk());
+  split.splitColor = 5;
+  EXPECT_TRUE(check(split).isOk());
+  split.splitColor = -7;
+  EXPECT_NE(check(split).message().find("color -7"), std::string::npos);
+}
+
+TEST_F(ValidateTest, RefusesUnknownFlagsAndMisplacedScalarBuffers) {
+  auto e = entry(ipc::OpType::AllReduce, 10, base_, base_);
+  e.flags = 0x80;
+  EXPECT_NE(check(e).message().find("unknown entry flags"), std::string::npos);
+  e.flags = ipc::kEntryScalarInBuffer;
+  EXPECT_NE(check(e).message().find("pre-multiplied"), std::string::npos) << "sum has no scalar";
+  e.redop = static_cast<uint8_t>(ipc::RedOp::PreMulSum);
+  e.scalar = base_ + 64;
+  auto op = resolveOp(e, session_, 0, 4);
+  ASSERT_TRUE(op.isOk()) << op.status().message();
+  EXPECT_EQ(op->scalarSource, session_->segment()->at(base_ + 64));
+  e.scalar = 0;  // the segment header, not an allocation
+  EXPECT_EQ(check(e).code(), Code::InvalidArgument);
+}
+
 }  // namespace
 }  // namespace hc::session
