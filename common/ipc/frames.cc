@@ -19,6 +19,8 @@ size_t frameSize(FrameType type) {
     case FrameType::MemFree: return sizeof(MemFreeFrame);
     case FrameType::MemFreeReply: return sizeof(MemFreeReplyFrame);
     case FrameType::CommAbort: return sizeof(CommAbortFrame);
+    case FrameType::CmaProbe: return sizeof(CmaProbeFrame);
+    case FrameType::CmaProbeReply: return sizeof(CmaProbeReplyFrame);
   }
   return 0;
 }
@@ -65,6 +67,12 @@ Result<FrameType> validateFrame(std::span<const uint8_t> bytes, size_t fdCount) 
     auto error = frameAs<ErrorFrame>(bytes);
     if (!terminated(error.message, sizeof(error.message))) {
       return invalidArgument("Error message is not NUL-terminated");
+    }
+  }
+  if (type == FrameType::CmaProbeReply) {
+    auto reply = frameAs<CmaProbeReplyFrame>(bytes);
+    if (!terminated(reply.message, sizeof(reply.message))) {
+      return invalidArgument("CmaProbeReply message is not NUL-terminated");
     }
   }
   return type;

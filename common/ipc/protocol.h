@@ -35,6 +35,8 @@ enum class FrameType : uint16_t {
   MemFree = 6,        // client -> daemon
   MemFreeReply = 7,   // daemon -> client
   CommAbort = 8,      // client -> daemon: abort one communicator handle, no reply
+  CmaProbe = 9,       // client -> daemon: ask to use cross-memory attach (see CmaProbeFrame)
+  CmaProbeReply = 10, // daemon -> client
 };
 
 struct FrameHeader {
@@ -100,6 +102,27 @@ struct CommAbortFrame {
   uint64_t commHandle;
 };
 
+// Cross-memory attach: the client's own memory read and written by the daemon with
+// process_vm_readv/writev, instead of the client copying it through its segment. The client puts
+// `pattern` at `address` in its memory; the daemon reads it back through the kernel (proving it
+// has ptrace rights over this very process, which it holds by pidfd) and writes the bitwise
+// complement, which the client checks after the reply. Ok enables MemKind::ProcessMemory for the
+// rest of the connection; otherwise the reply says why (disabled by configuration, Yama scope,
+// missing capability) and the client keeps copying through the segment.
+constexpr size_t kCmaPatternBytes = 64;
+struct CmaProbeFrame {
+  FrameHeader header;
+  uint64_t address;
+  uint8_t pattern[kCmaPatternBytes];
+};
+
+struct CmaProbeReplyFrame {
+  FrameHeader header;
+  int32_t status;  // hc::Code
+  uint32_t reserved;
+  char message[kMessageBytes];  // why it is unavailable; NUL-terminated
+};
+
 // ---- the shared segment ------------------------------------------------------------------
 
 constexpr uint32_t kSegmentMagic = 0x47455348;  // "HSEG"
@@ -139,7 +162,8 @@ constexpr uint32_t kMaxGroupOps = 1u << 16;  // a longer group fails with Invali
 
 // Memory kinds of a buffer reference.
 enum class MemKind : uint8_t {
-  Segment = 0,  // offset into this client's segment
+  Segment = 0,        // offset into this client's segment
+  ProcessMemory = 1,  // offset = an address in the client's own memory (after a CmaProbe)
 };
 
 // Reduction operator codes in entries: the NCCL values, and PreMulSum for a dynamic op whose

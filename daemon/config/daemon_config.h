@@ -28,6 +28,10 @@ struct DaemonConfig {
   uint64_t maxSegmentBytes = 16ull << 30;  // max_segment_bytes: cap on what a client may request
   uint32_t ringEntries = 256;              // ring_entries: power of two in [16, 4096]
   uint32_t maxClients = 1024;              // max_clients
+  // cross_memory_attach: clients may have their own (non-segment) memory read and written with
+  // process_vm_readv/writev instead of copying it into the segment. Off by default: it needs
+  // ptrace rights over the client, which a hardened service may not have.
+  bool crossMemoryAttach = false;
   // [access]
   std::vector<uint32_t> allowUids;  // allow_uids: extra uids (the daemon's uid and root always are)
   std::vector<std::string> allowGroups = {"hetero-comm"};  // allow_groups: members may connect

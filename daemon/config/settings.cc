@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 14> kSettings = {{
+const std::array<Setting, 15> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"session", "segment_bytes", &C::segmentBytes, "--segment-bytes",
@@ -25,6 +25,8 @@ const std::array<Setting, 14> kSettings = {{
     {"session", "ring_entries", &C::ringEntries, "--ring-entries",
      "submission ring slots per client: a power of two in [16, 4096]"},
     {"session", "max_clients", &C::maxClients, "", "clients connected at once"},
+    {"session", "cross_memory_attach", &C::crossMemoryAttach, "--cross-memory-attach",
+     "let clients that ask use process_vm_readv/writev on their own memory (needs ptrace rights)"},
     {"access", "allow_uids", &C::allowUids, "",
      "extra uids allowed to connect (the daemon's uid and root always are)"},
     {"access", "allow_groups", &C::allowGroups, "", "groups whose members may connect"},
@@ -174,6 +176,17 @@ hc::Status applyText(const Setting& s, std::string_view text, DaemonConfig* conf
         if (v) config->*f = *v;
         return v.status();
       },
+      [&](bool C::*f) -> hc::Status {
+        std::string_view t = trim(text);
+        if (t == "true" || t == "1" || t == "yes" || t == "on") {
+          config->*f = true;
+        } else if (t == "false" || t == "0" || t == "no" || t == "off") {
+          config->*f = false;
+        } else {
+          return hc::invalidArgument(bad(s, "true or false", "'" + std::string(text) + "'"));
+        }
+        return {};
+      },
       [&](std::vector<uint32_t> C::*f) -> hc::Status {
         std::vector<uint32_t> out;
         for (std::string_view item : splitList(text)) {
@@ -222,6 +235,12 @@ hc::Status applyNode(const Setting& s, const toml::node& node, DaemonConfig* con
         if (v) config->*f = *v;
         return v.status();
       },
+      [&](bool C::*f) -> hc::Status {
+        const auto* v = node.as_boolean();
+        if (v == nullptr) return hc::invalidArgument(bad(s, "true or false", "another type"));
+        config->*f = v->get();
+        return {};
+      },
       [&](std::vector<uint32_t> C::*f) -> hc::Status {
         const auto* arr = node.as_array();
         if (arr == nullptr) return hc::invalidArgument(bad(s, "an array of uids", got));
@@ -263,6 +282,7 @@ void writeValue(const Setting& s, const DaemonConfig& config, std::ostream& out)
       },
       [&](uint32_t C::*f) { out << config.*f; },
       [&](int32_t C::*f) { out << config.*f; },
+      [&](bool C::*f) { out << (config.*f ? "true" : "false"); },
       [&](std::vector<uint32_t> C::*f) {
         out << '[';
         for (size_t i = 0; i < (config.*f).size(); ++i) {

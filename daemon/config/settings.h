@@ -22,7 +22,8 @@ namespace hc::config::detail {
 // The field's C++ type decides how a value is parsed: uint64_t fields are byte sizes.
 using Field =
     std::variant<std::string DaemonConfig::*, uint64_t DaemonConfig::*, uint32_t DaemonConfig::*,
-                 int32_t DaemonConfig::*, std::vector<uint32_t> DaemonConfig::*,
+                 int32_t DaemonConfig::*, bool DaemonConfig::*,
+                 std::vector<uint32_t> DaemonConfig::*,
                  std::vector<std::string> DaemonConfig::*>;
 
 struct Setting {

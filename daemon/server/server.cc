@@ -207,6 +207,7 @@ void Server::acceptClients() {
     uint32_t id = nextSessionId_++;
     int raw = fd.get();
     auto s = std::make_shared<session::Session>(id, std::move(fd), *peer);
+    s->allowCrossMemoryAttach(config_.crossMemoryAttach);
     if (!watch(raw, kSocketTag | id, EPOLLIN | EPOLLRDHUP).isOk()) continue;
     sessions_[id] = s;
   }

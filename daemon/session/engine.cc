@@ -170,15 +170,21 @@ void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
     }
     bufs.push_back(b);
   }
+  StagedMatch staged;
+  Status in = staged.stageIn(match.ops, bufs, &staging_);
+  if (!in.isOk()) {
+    comm->finishMatch(match, in);
+    return;
+  }
   auto plan = std::make_unique<coll::LocalPlan>(lop, std::move(bufs), options_.pieceBytes);
   if (pool_ == nullptr || plan->bytesMoved() <= options_.inlineBytes || plan->pieces() < 2) {
     for (size_t i = 0; i < plan->pieces(); ++i) plan->runPiece(i);
-    comm->finishMatch(match, okStatus());
+    comm->finishMatch(match, staged.stageOut(match.ops));
     return;
   }
   uint64_t id = nextRunId_++;
   coll::LocalPlan* raw = plan.get();
-  running_[id] = Running{comm, std::move(match), std::move(plan)};
+  running_[id] = Running{comm, std::move(match), std::move(plan), std::move(staged)};
   pool_->submit(
       raw->pieces(), [raw](size_t i) { raw->runPiece(i); },
       [this, id] {
@@ -232,7 +238,7 @@ void Engine::finish(uint64_t runId) {
   auto it = running_.find(runId);
   if (it == running_.end()) return;
   auto comm = it->second.comm;
-  comm->finishMatch(it->second.match, okStatus());
+  comm->finishMatch(it->second.match, it->second.staged.stageOut(it->second.match.ops));
   for (auto& op : it->second.match.ops) op.session->flushCompletions();
   running_.erase(it);
   progress(comm);

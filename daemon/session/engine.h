@@ -15,6 +15,7 @@
 #include "common/unique_fd.h"
 #include "daemon/coll/local_plan.h"
 #include "daemon/coll/reduction_pool.h"
+#include "daemon/session/client_staging.h"
 #include "daemon/session/communicator.h"
 #include "daemon/session/session.h"
 
@@ -68,6 +69,7 @@ class Engine {
     std::shared_ptr<Communicator> comm;
     Match match;
     std::unique_ptr<coll::LocalPlan> plan;
+    StagedMatch staged;
   };
 
   void accept(const SessionPtr& session, const ipc::SubmitEntry& e);
@@ -87,6 +89,7 @@ class Engine {
   std::map<uint64_t, Running> running_;
   uint64_t nextCommId_ = 1;
   uint64_t nextRunId_ = 1;
+  StagingPool staging_;
   std::mutex finishedMutex_;
   std::vector<uint64_t> finished_;  // run ids, filled by pool workers
 };

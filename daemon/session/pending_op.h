@@ -6,6 +6,7 @@
 
 #include "common/ipc/protocol.h"
 #include "daemon/coll/local_plan.h"
+#include "daemon/session/process_memory.h"
 #include "daemon/session/segment.h"
 
 namespace hc::session {
@@ -23,6 +24,16 @@ struct PendingOp {
   coll::RankBuffers buffers;
   // PreMulSum with a buffer-resident scalar: read when the operation runs; else null.
   const uint8_t* scalarSource = nullptr;
+  // Parts in the client's own memory (MemKind::ProcessMemory): staged in daemon memory when the
+  // op runs; buffers.send / buffers.recv point into the staging then.
+  struct ClientRange {
+    uint64_t address = 0;
+    uint64_t bytes = 0;
+    bool used() const { return bytes != 0; }
+  };
+  ClientRange sendRange;
+  ClientRange recvRange;
+  std::shared_ptr<const ProcessMemory> processMemory;
   int splitColor = ipc::kSplitNoColor;  // CommSplit
   int splitKey = 0;
   SegmentPtr segment;  // keeps the mapping alive while the op may touch it

@@ -40,6 +40,7 @@ Status Session::handleFrame(std::span<const uint8_t> bytes, size_t fdCount,
       return onHello(bytes, defaultSegment, maxSegment, ringEntries);
     case ipc::FrameType::MemAlloc: return onMemAlloc(bytes);
     case ipc::FrameType::MemFree: return onMemFree(bytes);
+    case ipc::FrameType::CmaProbe: return onCmaProbe(bytes);
     default:
       return invalidArgument("frame type " + std::to_string(static_cast<int>(*type)) +
                              " is not a request");
@@ -104,6 +105,32 @@ Status Session::onMemFree(std::span<const uint8_t> bytes) {
   if (!s.isOk()) return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, s)));
   return reply(ipc::frameBytes(
       ipc::makeFrame<ipc::MemFreeReplyFrame>(ipc::FrameType::MemFreeReply, req.header.requestId)));
+}
+
+Status Session::onCmaProbe(std::span<const uint8_t> bytes) {
+  auto req = ipc::frameAs<ipc::CmaProbeFrame>(bytes);
+  Status outcome = okStatus();
+  if (!cmaAllowed_) {
+    outcome = unavailable("cross-memory attach is off in the daemon's configuration "
+                          "(session.cross_memory_attach)");
+  } else {
+    auto pm = ProcessMemory::attach(peer_.pid, req.address, req.pattern);
+    if (pm.isOk()) {
+      processMemory_ = std::move(pm.value());
+    } else {
+      outcome = pm.status();
+    }
+  }
+  if (outcome.isOk()) {
+    spdlog::info("{}: cross-memory attach enabled", describe());
+  } else {
+    spdlog::info("{}: cross-memory attach not available: {}", describe(), outcome.message());
+  }
+  auto r = ipc::makeFrame<ipc::CmaProbeReplyFrame>(ipc::FrameType::CmaProbeReply,
+                                                   req.header.requestId);
+  r.status = static_cast<int32_t>(outcome.code());
+  ipc::copyText(r.message, outcome.message());
+  return reply(ipc::frameBytes(r));
 }
 
 Status Session::reply(std::span<const uint8_t> frame) { return sendMessage(socket_.get(), frame); }

@@ -16,6 +16,7 @@
 #include "common/ipc/protocol.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
+#include "daemon/session/process_memory.h"
 #include "daemon/session/segment.h"
 #include "daemon/session/segment_allocator.h"
 
@@ -65,6 +66,10 @@ class Session {
   void flushCompletions();
 
   SegmentPtr segment() const { return segment_; }
+  // Cross-memory attach: whether the daemon's configuration lets clients ask for it, and the
+  // client's memory once a CmaProbe succeeded (null otherwise).
+  void allowCrossMemoryAttach(bool allowed) { cmaAllowed_ = allowed; }
+  std::shared_ptr<const ProcessMemory> processMemory() const { return processMemory_; }
   const SegmentAllocator* allocator() const { return allocator_.get(); }
 
   uint64_t addMember(Member m);
@@ -83,6 +88,7 @@ class Session {
                  uint32_t ringEntries);
   Status onMemAlloc(std::span<const uint8_t> bytes);
   Status onMemFree(std::span<const uint8_t> bytes);
+  Status onCmaProbe(std::span<const uint8_t> bytes);
   Status reply(std::span<const uint8_t> frame);
 
   uint32_t id_;
@@ -95,6 +101,8 @@ class Session {
   std::deque<ipc::CompletionEntry> overflow_;
   std::map<uint64_t, Member> members_;
   uint64_t nextHandle_ = 1;
+  bool cmaAllowed_ = false;
+  std::shared_ptr<const ProcessMemory> processMemory_;
 };
 
 using SessionPtr = std::shared_ptr<Session>;

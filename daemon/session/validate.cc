@@ -160,17 +160,35 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     case ipc::OpType::Recv: useSend = false; break;
     default: break;
   }
-  if (useSend) {
-    auto p = resolveBuffer("send", e.send, sendBytes, *session);
+  auto place = [&](const char* which, const ipc::BufferRef& ref, uint64_t n, const uint8_t** seg,
+                   PendingOp::ClientRange* range) -> Status {
+    if (ref.kind == static_cast<uint8_t>(ipc::MemKind::ProcessMemory)) {
+      if (session->processMemory() == nullptr) {
+        return invalidArgument(std::string(which) +
+                               " buffer is in the client's own memory, but cross-memory attach "
+                               "was not enabled for this client");
+      }
+      if (ref.offset + n < ref.offset) {
+        return invalidArgument(std::string(which) + " buffer range wraps around");
+      }
+      *range = {ref.offset, n};
+      op.processMemory = session->processMemory();
+      return okStatus();
+    }
+    auto p = resolveBuffer(which, ref, n, *session);
     if (!p.isOk()) return p.status();
-    op.buffers.send = *p;
+    *seg = *p;
+    return okStatus();
+  };
+  if (useSend) {
+    HC_RETURN_IF_ERROR(place("send", e.send, sendBytes, &op.buffers.send, &op.sendRange));
   }
   if (useRecv) {
-    auto p = resolveBuffer("recv", e.recv, recvBytes, *session);
-    if (!p.isOk()) return p.status();
-    op.buffers.recv = *p;
+    const uint8_t* recv = nullptr;
+    HC_RETURN_IF_ERROR(place("recv", e.recv, recvBytes, &recv, &op.recvRange));
+    op.buffers.recv = const_cast<uint8_t*>(recv);
   }
-  if (useSend && useRecv) {
+  if (useSend && useRecv && e.send.kind == e.recv.kind) {
     // NCCL's in-place rules: the exact in-place arrangement, or no overlap at all.
     uint64_t s = e.send.offset, r = e.recv.offset;
     bool overlap = s < r + recvBytes && r < s + sendBytes;

@@ -24,7 +24,8 @@ using AllKinds = ::testing::Types<
     Kind<HelloFrame, FrameType::Hello>, Kind<WelcomeFrame, FrameType::Welcome>,
     Kind<ErrorFrame, FrameType::Error>, Kind<MemAllocFrame, FrameType::MemAlloc>,
     Kind<MemAllocReplyFrame, FrameType::MemAllocReply>, Kind<MemFreeFrame, FrameType::MemFree>,
-    Kind<MemFreeReplyFrame, FrameType::MemFreeReply>, Kind<CommAbortFrame, FrameType::CommAbort>>;
+    Kind<MemFreeReplyFrame, FrameType::MemFreeReply>, Kind<CommAbortFrame, FrameType::CommAbort>,
+    Kind<CmaProbeFrame, FrameType::CmaProbe>, Kind<CmaProbeReplyFrame, FrameType::CmaProbeReply>>;
 
 template <typename T>
 Bytes toBytes(const T& frame) {
@@ -161,7 +162,7 @@ TEST(FrameTest, RejectsEmptyAndShorterThanHeader) {
 }
 
 TEST(FrameTest, RejectsUnknownTypes) {
-  for (uint16_t type : {uint16_t(0), uint16_t(9), uint16_t(100), uint16_t(0xffff)}) {
+  for (uint16_t type : {uint16_t(0), uint16_t(11), uint16_t(100), uint16_t(0xffff)}) {
     Bytes b = toBytes(makeFrame<MemAllocFrame>(FrameType::MemAlloc, 1));
     FrameHeader h = headerOf(b);
     h.type = type;
@@ -169,6 +170,12 @@ TEST(FrameTest, RejectsUnknownTypes) {
     expectRejected(b, 0, "unknown frame type " + std::to_string(type));
     EXPECT_EQ(frameSize(static_cast<FrameType>(type)), 0u);
   }
+}
+
+TEST(FrameTest, RejectsUnterminatedCmaProbeReplyMessage) {
+  auto f = makeFrame<CmaProbeReplyFrame>(FrameType::CmaProbeReply, 1);
+  std::memset(f.message, 'x', sizeof(f.message));
+  expectRejected(toBytes(f), 0, "not NUL-terminated");
 }
 
 TEST(FrameTest, RejectsOversizeFrames) {

@@ -278,3 +278,30 @@ TEST(DaemonConfigTest, ZeroReductionThreadsMeansOnePerCpuUpTo16) {
 
 }  // namespace
 }  // namespace hc::config
+
+namespace hc::config::testing {
+namespace {
+
+TEST(LoadConfigTest, CrossMemoryAttachIsOffUnlessAskedForInAnySource) {
+  EXPECT_FALSE(DaemonConfig{}.crossMemoryAttach);
+  TempDir dir;
+  std::string on = dir.write("on.toml", "[session]\ncross_memory_attach = true\n");
+  auto file = load({"--config", on});
+  ASSERT_TRUE(file.isOk()) << file.status().toString();
+  EXPECT_TRUE(file->config.crossMemoryAttach);
+  auto env = load({"--config", on}, {{"HC_SESSION_CROSS_MEMORY_ATTACH", "off"}});
+  ASSERT_TRUE(env.isOk()) << env.status().toString();
+  EXPECT_FALSE(env->config.crossMemoryAttach) << "the environment beats the file";
+  auto flag = load({"--cross-memory-attach", "yes"}, {{"HC_SESSION_CROSS_MEMORY_ATTACH", "0"}});
+  ASSERT_TRUE(flag.isOk()) << flag.status().toString();
+  EXPECT_TRUE(flag->config.crossMemoryAttach) << "the flag beats the environment";
+  auto bad = load({}, {{"HC_SESSION_CROSS_MEMORY_ATTACH", "maybe"}});
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("session.cross_memory_attach"), std::string::npos)
+      << bad.status().message();
+  std::string wrongType = dir.write("w.toml", "[session]\ncross_memory_attach = 1\n");
+  EXPECT_FALSE(load({"--config", wrongType}).isOk()) << "TOML wants a boolean";
+}
+
+}  // namespace
+}  // namespace hc::config::testing

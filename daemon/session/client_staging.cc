@@ -1,0 +1,99 @@
+#include "daemon/session/client_staging.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+
+namespace hc::session {
+
+StagingPool::~StagingPool() {
+  for (auto& [bytes, data] : idle_) ::munmap(data, bytes);
+}
+
+Result<StagingPool::Buffer> StagingPool::acquire(uint64_t bytes) {
+  const uint64_t size = std::bit_ceil(std::max<uint64_t>(bytes, 4096));
+  auto it = idle_.find(size);
+  if (it != idle_.end()) {
+    Buffer b{it->second, size};
+    idleBytes_ -= size;
+    idle_.erase(it);
+    return b;
+  }
+  // MAP_POPULATE: pay for the page faults once, here, rather than inside the reduction.
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p == MAP_FAILED) return systemError("mmap of a staging buffer", errno);
+  return Buffer{static_cast<uint8_t*>(p), size};
+}
+
+void StagingPool::release(Buffer b) {
+  if (b.data == nullptr) return;
+  if (idleBytes_ + b.bytes > idleCap_) {
+    ::munmap(b.data, b.bytes);
+    return;
+  }
+  idleBytes_ += b.bytes;
+  idle_.emplace(b.bytes, b.data);
+}
+
+StagedMatch::~StagedMatch() {
+  for (auto& p : parts_) pool_->release(p.buffer);
+}
+
+Status StagedMatch::stageIn(const std::vector<PendingOp>& ops,
+                            std::vector<coll::RankBuffers>& bufs, StagingPool* pool) {
+  pool_ = pool;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PendingOp& op = ops[i];
+    const auto& s = op.sendRange;
+    const auto& r = op.recvRange;
+    if (!s.used() && !r.used()) continue;
+    // Send and receive ranges that overlap (the in-place arrangements) share one staging copy,
+    // so their relative layout is what the client wrote.
+    const bool shared = s.used() && r.used() && s.address < r.address + r.bytes &&
+                        r.address < s.address + s.bytes;
+    auto stage = [&](uint64_t base, uint64_t bytes, bool readIn,
+                     bool holdsRecv) -> Result<uint8_t*> {
+      auto b = pool->acquire(bytes);
+      if (!b.isOk()) return b.status();
+      parts_.push_back({i, *b, base, holdsRecv});
+      if (readIn) HC_RETURN_IF_ERROR(op.processMemory->read(base, b->data, bytes));
+      return b->data;
+    };
+    if (shared) {
+      const uint64_t lo = std::min(s.address, r.address);
+      const uint64_t hi = std::max(s.address + s.bytes, r.address + r.bytes);
+      auto p = stage(lo, hi - lo, true, true);
+      if (!p.isOk()) return p.status();
+      bufs[i].send = *p + (s.address - lo);
+      bufs[i].recv = *p + (r.address - lo);
+      continue;
+    }
+    if (s.used()) {
+      auto p = stage(s.address, s.bytes, true, false);
+      if (!p.isOk()) return p.status();
+      bufs[i].send = *p;
+    }
+    if (r.used()) {
+      auto p = stage(r.address, r.bytes, false, true);
+      if (!p.isOk()) return p.status();
+      bufs[i].recv = *p;
+    }
+  }
+  return okStatus();
+}
+
+Status StagedMatch::stageOut(const std::vector<PendingOp>& ops) {
+  for (const auto& part : parts_) {
+    const PendingOp& op = ops[part.op];
+    const auto& r = op.recvRange;
+    if (!part.holdsRecv) continue;  // a send-only copy stays here
+    HC_RETURN_IF_ERROR(
+        op.processMemory->write(r.address, part.buffer.data + (r.address - part.base), r.bytes));
+  }
+  return okStatus();
+}
+
+}  // namespace hc::session
