@@ -205,6 +205,11 @@ static_assert(sizeof(SubmitEntry) == 128 && std::is_standard_layout_v<SubmitEntr
 
 constexpr int32_t kSplitNoColor = -1;  // HC_SPLIT_NOCOLOR
 
+// Every submission entry gets exactly one completion, also after CommAbort or a failure. A client
+// may have more entries outstanding than the completion ring holds (a large group): the daemon
+// parks completions that do not fit, and a client that pops completions while more are still
+// owed than the ring holds rings the daemon's eventfd, so the daemon wakes to move them in.
+//
 // CommInit: value = the communicator handle. CommSplit: value = the new handle (0 for a rank
 // with no color), rank = the caller's rank in it, nranks = its size.
 struct CompletionEntry {

@@ -45,6 +45,10 @@ class RingView {
   bool empty() const {
     return tail_->load(std::memory_order_acquire) == head_->load(std::memory_order_relaxed);
   }
+  // Producer side: no room for another entry.
+  bool full() const {
+    return tail_->load(std::memory_order_relaxed) - head_->load(std::memory_order_acquire) > mask_;
+  }
   uint32_t capacity() const { return mask_ + 1; }
 
  private:

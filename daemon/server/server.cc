@@ -151,7 +151,10 @@ void Server::setSleeping(uint32_t value) {
 
 bool Server::ringsPending() const {
   for (const auto& [id, s] : sessions_) {
-    if (s->welcomed() && !s->segment()->view().submit.empty()) return true;
+    if (!s->welcomed()) continue;
+    if (!s->segment()->view().submit.empty()) return true;
+    // Completions parked because the ring was full: flush them once the client made room.
+    if (s->hasParkedCompletions() && !s->segment()->view().completion.full()) return true;
   }
   return false;
 }

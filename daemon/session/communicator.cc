@@ -17,6 +17,7 @@ Communicator::Communicator(uint64_t id, int nranks, int opTimeoutMs)
       collectivesPosted_(nranks, 0),
       sendsPosted_(nranks, std::vector<uint64_t>(nranks, 0)),
       recvsPosted_(nranks, std::vector<uint64_t>(nranks, 0)),
+      departed_(nranks),
       opTimeoutMs_(opTimeoutMs) {}
 
 bool Communicator::hasMembers() const {
@@ -102,6 +103,20 @@ void Communicator::activateHead(int rank) {
   if (queues_[rank].empty()) return;
   Unit& unit = queues_[rank].front();
   for (size_t i = 0; i < unit.ops.size() && !failed(); ++i) {
+    if (anyDeparted_ && needsDeparted(rank, unit.ops[i])) {
+      const int gone = isPointToPoint(unit.ops[i].type) && !departed_[unit.ops[i].root].isOk()
+                           ? unit.ops[i].root
+                           : static_cast<int>(std::find_if(departed_.begin(), departed_.end(),
+                                                           [](const Status& d) {
+                                                             return !d.isOk();
+                                                           }) -
+                                              departed_.begin());
+      fail(Status{departed_[gone].code(), describeOp(unit.ops[i]) + " of rank " +
+                                              std::to_string(rank) + " needs rank " +
+                                              std::to_string(gone) + ", which " +
+                                              departed_[gone].message()});
+      return;
+    }
     if (isPointToPoint(unit.ops[i].type)) {
       offerTransfer(rank, unit, i);
     } else {
@@ -230,6 +245,29 @@ void Communicator::popFinishedHeads(int rank) {
 void Communicator::leave(int rank, const Status& why) {
   members_[rank] = nullptr;
   fail(why);
+}
+
+void Communicator::depart(int rank, const Status& why) {
+  members_[rank] = nullptr;
+  departed_[rank] = why;
+  anyDeparted_ = true;
+  // Work already waiting that needs the departed rank can never match; a partly posted group
+  // of the departed rank itself is abandoned with it.
+  bool doomed = !open_[rank].ops.empty() || !queues_[rank].empty();
+  for (size_t r = 0; r < queues_.size() && !doomed; ++r) {
+    if (queues_[r].empty()) continue;
+    const Unit& u = queues_[r].front();
+    for (size_t i = 0; i < u.ops.size() && !doomed; ++i) {
+      doomed = u.states[i] == State::Waiting && needsDeparted(static_cast<int>(r), u.ops[i]);
+    }
+  }
+  if (doomed) fail(Status{why.code(), "rank " + std::to_string(rank) + " " + why.message()});
+}
+
+bool Communicator::needsDeparted(int rank, const PendingOp& op) const {
+  if (!departed_[rank].isOk()) return true;
+  if (isPointToPoint(op.type)) return !departed_[op.root].isOk();
+  return true;  // a collective needs every rank
 }
 
 void Communicator::fail(const Status& why) {

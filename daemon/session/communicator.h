@@ -71,9 +71,11 @@ class Communicator {
   void finishMatch(const Match& match, const Status& status,
                    const std::vector<OpResult>& results = {});
 
-  // A rank left (destroyed, aborted or its client died). Other ranks' pending and later ops fail
-  // with why, since their partners can no longer be matched.
+  // A rank aborted or its client died. Other ranks' pending and later ops fail with why.
   void leave(int rank, const Status& why);
+  // A rank destroyed its handle: NCCL's destroy is local, so only work that needs that rank
+  // (any collective, a transfer with it) fails, now or when it is posted; the rest goes on.
+  void depart(int rank, const Status& why);
   // Fails every waiting op now and every op posted later; running ones fail when they finish.
   void fail(const Status& why);
   bool failed() const { return !failure_.isOk(); }
@@ -106,6 +108,7 @@ class Communicator {
                    uint64_t seq) const;
   void popFinishedHeads(int rank);
   std::string waitingFor() const;
+  bool needsDeparted(int rank, const PendingOp& op) const;
 
   uint64_t id_;
   std::vector<Session*> members_;
@@ -124,6 +127,8 @@ class Communicator {
   std::map<TransferKey, Match::Ref> recvs_;
   std::vector<Match> ready_;
 
+  std::vector<Status> departed_;  // per rank: why it destroyed its handle (Ok while present)
+  bool anyDeparted_ = false;
   Status failure_;
   int opTimeoutMs_;
 };

@@ -67,8 +67,7 @@ void Engine::accept(const SessionPtr& session, const ipc::SubmitEntry& e) {
   }
   auto comm = m->comm;
   if (type == ipc::OpType::CommDestroy) {
-    comm->leave(m->rank, unavailable("rank " + std::to_string(m->rank) +
-                                     " destroyed its handle of the communicator"));
+    comm->depart(m->rank, unavailable("destroyed its handle of the communicator"));
     session->removeMember(e.commHandle);
     session->openGroups.erase(e.commHandle);
     session->complete(e.requestId, okStatus());

@@ -64,6 +64,7 @@ class Session {
                 int32_t nranks = 0);
   // Moves queued completions into the ring as space frees up.
   void flushCompletions();
+  bool hasParkedCompletions() const { return !overflow_.empty(); }
 
   SegmentPtr segment() const { return segment_; }
   // Cross-memory attach: whether the daemon's configuration lets clients ask for it, and the

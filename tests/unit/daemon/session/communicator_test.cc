@@ -212,6 +212,31 @@ TEST_F(CommunicatorTest, FailureCompletesWaitingOpsAtOnceAndRunningOnesWhenTheyF
   EXPECT_EQ(completions(1)[r].first, Code::Unavailable);
 }
 
+TEST_F(CommunicatorTest, DestroyIsLocalWorkWithoutTheDepartedRankGoesOn) {
+  makeRanks(3);
+  comm_->depart(0, unavailable("destroyed its handle of the communicator"));
+  EXPECT_FALSE(comm_->failed()) << "nothing waiting needed rank 0";
+  post(1, OpType::Send, 2);
+  post(2, OpType::Recv, 1);
+  EXPECT_EQ(finishAll(), 1u) << "a transfer between the other ranks still runs";
+  EXPECT_FALSE(comm_->failed());
+  uint64_t id = post(1, OpType::AllReduce);
+  EXPECT_TRUE(comm_->failed()) << "a collective needs rank 0";
+  auto c = completions(1);
+  ASSERT_EQ(c.count(id), 1u);
+  EXPECT_EQ(c[id].first, Code::Unavailable);
+  EXPECT_NE(c[id].second.find("needs rank 0, which destroyed"), std::string::npos)
+      << c[id].second;
+}
+
+TEST_F(CommunicatorTest, DestroyFailsWaitingWorkThatNeedsTheDepartedRank) {
+  makeRanks(2);
+  uint64_t id = post(1, OpType::Recv, 0);
+  comm_->depart(0, unavailable("destroyed its handle of the communicator"));
+  EXPECT_TRUE(comm_->failed());
+  EXPECT_EQ(completions(1)[id].first, Code::Unavailable);
+}
+
 TEST_F(CommunicatorTest, OpTimeoutNamesTheRankThatDidNotPost) {
   makeRanks(3);
   comm_ = std::make_unique<Communicator>(8, 3, 50);
