@@ -1,78 +1,23 @@
-// The C API of hetero_comm/hc.h over Connection. Every entry point converts hc::Status into
-// hc_status_t, records the message for hc_get_last_error, and never throws.
-#include <sys/random.h>
+// The C API of hetero_comm/hc.h: errors, communicator checks, memory and requests. Every entry
+// point converts hc::Status into hc_status_t, records the message for hc_get_last_error, and
+// never throws.
 #include <unistd.h>
 
-#include <cstring>
 #include <new>
 #include <string>
 
 #include "client/src/comm_state.h"
 #include "client/src/connection.h"
+#include "client/src/group.h"
 #include "hetero_comm/hc.h"
 
 namespace hc::client {
 namespace {
 
-constexpr uint32_t kIdMagic = 0x44494348;  // "HCID"
-constexpr uint32_t kIdVersion = 1;
-
-// Layout of the 128-byte unique id; the rest is reserved for the root daemon's peer address.
-struct UniqueIdLayout {
-  uint32_t magic;
-  uint32_t version;
-  uint8_t key[16];
-};
-
 thread_local std::string tlsLastError;
 
 hc_status_t ret(const Status& s, CommState* comm = nullptr) {
   return s.isOk() ? HC_OK : fail(s, comm);
-}
-
-// The communicator's state, checked to be usable from this process.
-Result<CommState*> usable(hc_comm_t comm) {
-  if (comm == nullptr || !comm->state) return invalidArgument("communicator is NULL");
-  CommState* c = comm->state.get();
-  if (c->conn->ownerPid() != ::getpid()) {
-    return invalidArgument("the communicator was created by the parent process; create a new "
-                           "one after fork");
-  }
-  if (c->aborted.load()) return unavailable("the communicator was aborted");
-  if (c->initRequest && !c->initRequest->done.load()) {
-    return Status{Code::InProgress, "the communicator is still initializing"};
-  }
-  return c;
-}
-
-hc_status_t waitRequest(const RequestPtr& r, CommState* comm) {
-  if (comm == nullptr) return fail(internalError("request without a communicator"));
-  Status s = comm->conn->waitUntil([&] { return r->done.load(std::memory_order_acquire); }, comm);
-  if (!s.isOk()) return fail(s, comm);
-  return ret(r->status, comm);
-}
-
-Status initComm(CommState* c, int nranks, const hc_unique_id_t& id, int rank, int timeoutMs) {
-  UniqueIdLayout layout;
-  std::memcpy(&layout, id.internal, sizeof(layout));
-  if (layout.magic != kIdMagic || layout.version != kIdVersion) {
-    return invalidArgument("the unique id was not made by hc_get_unique_id");
-  }
-  if (nranks <= 0 || rank < 0 || rank >= nranks) {
-    return invalidArgument("rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
-                           " is out of range");
-  }
-  ipc::SubmitEntry e{};
-  e.op = static_cast<uint8_t>(ipc::OpType::CommInit);
-  e.root = -1;
-  std::memcpy(e.key, layout.key, sizeof(e.key));
-  e.nranks = nranks;
-  e.rank = rank;
-  e.timeoutMs = timeoutMs;
-  auto r = c->conn->submit(e, nullptr, true);
-  if (!r.isOk()) return r.status();
-  c->initRequest = *r;
-  return okStatus();
 }
 
 }  // namespace
@@ -86,36 +31,46 @@ hc_status_t fail(const Status& s, CommState* comm) {
   return static_cast<hc_status_t>(s.code());
 }
 
-hc_status_t submitOp(hc_comm_t comm, ipc::SubmitEntry e, const void* send, uint64_t sendBytes,
-                     const void* recv, uint64_t recvBytes, int op, hc_request_t* req) {
-  auto c = usable(comm);
-  if (!c.isOk()) return fail(c.status(), comm != nullptr ? comm->state.get() : nullptr);
-  CommState* st = *c;
-  if (op >= 0 && op < HC_NUM_OPS) {
-    e.redop = static_cast<uint8_t>(op);
-  } else {
-    std::lock_guard<std::mutex> lock(st->mutex);
-    auto it = st->premulOps.find(op);
-    if (it == st->premulOps.end()) {
-      return fail(invalidArgument("unknown reduction operator " + std::to_string(op)));
-    }
-    e.redop = static_cast<uint8_t>(ipc::RedOp::PreMulSum);
-    e.scalar = it->second.second;
+Status adoptInit(CommState* c) {
+  std::lock_guard<std::mutex> lock(c->mutex);
+  if (!c->initRequest) return okStatus();
+  const RequestPtr& r = c->initRequest;
+  if (!r->done.load(std::memory_order_acquire)) {
+    return Status{Code::InProgress, "the communicator is still initializing"};
   }
-  auto s = st->conn->bufferRef(send, sendBytes);
-  if (!s.isOk()) return fail(s.status(), st);
-  auto r = st->conn->bufferRef(recv, recvBytes);
-  if (!r.isOk()) return fail(r.status(), st);
-  e.send = *s;
-  e.recv = *r;
-  e.commHandle = st->handle;
-  auto sub = st->conn->submit(e, comm->state, req != nullptr);
-  if (!sub.isOk()) return fail(sub.status(), st);
-  if (req != nullptr) {
-    *req = new (std::nothrow) hc_request{*sub};
-    if (*req == nullptr) return fail(Status{Code::NoResource, "out of memory"}, st);
+  if (!r->status.isOk()) return r->status;  // kept: every later call reports the same failure
+  if (r->result.value == 0) {
+    return internalError("hetero-commd completed the communicator's creation without a handle");
   }
-  return HC_OK;
+  c->handle.store(r->result.value);
+  if (r->result.nranks > 0) {  // a split names the rank and size in the new communicator
+    c->rank.store(r->result.rank);
+    c->nranks.store(r->result.nranks);
+  }
+  c->initRequest.reset();
+  return okStatus();
+}
+
+Status checkUsable(CommState* c) {
+  if (c->conn->ownerPid() != ::getpid()) {
+    return invalidArgument("the communicator was created by the parent process; create a new "
+                           "one after fork");
+  }
+  if (c->aborted.load()) return unavailable("the communicator was aborted");
+  return adoptInit(c);
+}
+
+Result<std::shared_ptr<CommState>> usableComm(hc_comm_t comm) {
+  if (comm == nullptr || !comm->state) return invalidArgument("communicator is NULL");
+  HC_RETURN_IF_ERROR(checkUsable(comm->state.get()));
+  return comm->state;
+}
+
+hc_status_t waitRequest(const RequestPtr& r, CommState* comm) {
+  if (comm == nullptr) return fail(internalError("request without a communicator"));
+  Status s = comm->conn->waitUntil([&] { return r->done.load(std::memory_order_acquire); }, comm);
+  if (!s.isOk()) return fail(s, comm);
+  return ret(r->status, comm);
 }
 
 }  // namespace hc::client
@@ -153,153 +108,9 @@ const char* hc_get_error_string(hc_status_t status) {
 const char* hc_get_last_error(hc_comm_t comm) {
   if (comm != nullptr && comm->state) {
     std::lock_guard<std::mutex> lock(comm->state->mutex);
-    tlsLastError = comm->state->lastError;
+    hc::client::tlsLastError = comm->state->lastError;
   }
-  return tlsLastError.c_str();
-}
-
-hc_status_t hc_get_unique_id(hc_unique_id_t* id) {
-  if (id == nullptr) return fail(hc::invalidArgument("id is NULL"));
-  std::memset(id, 0, sizeof(*id));
-  UniqueIdLayout layout{kIdMagic, kIdVersion, {}};
-  if (::getrandom(layout.key, sizeof(layout.key), 0) != sizeof(layout.key)) {
-    return fail(hc::systemError("getrandom", errno));
-  }
-  std::memcpy(id->internal, &layout, sizeof(layout));
-  return HC_OK;
-}
-
-hc_status_t hc_comm_init_rank_config(hc_comm_t* comm, int nranks, hc_unique_id_t id, int rank,
-                                     hc_config_t* config) {
-  if (comm == nullptr) return fail(hc::invalidArgument("comm is NULL"));
-  *comm = nullptr;
-  bool blocking = true;
-  int timeoutMs = 0;
-  if (config != nullptr) {
-    if (config->magic != HC_API_MAGIC || config->size < offsetof(hc_config_t, comm_name)) {
-      return fail(hc::invalidArgument("config was not initialized with HC_CONFIG_INITIALIZER"));
-    }
-    if (config->blocking != HC_CONFIG_UNDEF_INT) blocking = config->blocking != 0;
-    if (config->timeout_ms != HC_CONFIG_UNDEF_INT) timeoutMs = config->timeout_ms;
-  }
-  auto conn = Connection::get();
-  if (!conn.isOk()) return fail(conn.status());
-  auto state = std::make_shared<CommState>();
-  state->conn = *conn;
-  state->rank = rank;
-  state->nranks = nranks;
-  Status s = initComm(state.get(), nranks, id, rank, timeoutMs);
-  if (!s.isOk()) return fail(s);
-  auto* handle = new (std::nothrow) hc_comm{state};
-  if (handle == nullptr) return fail(Status{Code::NoResource, "out of memory"});
-  *comm = handle;
-  if (!blocking) return HC_IN_PROGRESS;
-  hc_status_t rc = waitRequest(state->initRequest, state.get());
-  if (rc != HC_OK) {
-    delete handle;
-    *comm = nullptr;
-    return rc;
-  }
-  state->handle = state->initRequest->value;
-  state->initRequest.reset();
-  return HC_OK;
-}
-
-hc_status_t hc_comm_init_rank(hc_comm_t* comm, int nranks, hc_unique_id_t id, int rank) {
-  return hc_comm_init_rank_config(comm, nranks, id, rank, nullptr);
-}
-
-hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* asyncError) {
-  if (comm == nullptr || asyncError == nullptr) return fail(hc::invalidArgument("NULL argument"));
-  CommState* c = comm->state.get();
-  c->conn->reap();
-  if (c->initRequest) {
-    if (!c->initRequest->done.load(std::memory_order_acquire)) {
-      if (c->conn->dead()) {
-        *asyncError = HC_UNAVAILABLE;
-        return HC_OK;
-      }
-      *asyncError = HC_IN_PROGRESS;
-      return HC_OK;
-    }
-    if (!c->initRequest->status.isOk()) {
-      *asyncError = static_cast<hc_status_t>(fail(c->initRequest->status, c));
-      return HC_OK;
-    }
-    c->handle = c->initRequest->value;
-    c->initRequest.reset();
-  }
-  if (c->aborted.load()) {
-    *asyncError = HC_UNAVAILABLE;
-    return HC_OK;
-  }
-  std::lock_guard<std::mutex> lock(c->mutex);
-  *asyncError = static_cast<hc_status_t>(c->asyncError.code());
-  return HC_OK;
-}
-
-hc_status_t hc_comm_finalize(hc_comm_t comm) {
-  auto c = usable(comm);
-  if (!c.isOk()) return fail(c.status(), comm != nullptr ? comm->state.get() : nullptr);
-  CommState* st = *c;
-  Status s = st->conn->waitUntil([st] { return st->outstanding.load() == 0; }, st);
-  if (!s.isOk()) return fail(s, st);
-  std::lock_guard<std::mutex> lock(st->mutex);
-  if (!st->asyncError.isOk()) {
-    st->lastError = st->asyncError.message();
-    tlsLastError = st->lastError;
-  }
-  return static_cast<hc_status_t>(st->asyncError.code());
-}
-
-hc_status_t hc_comm_destroy(hc_comm_t comm) {
-  if (comm == nullptr) return HC_OK;
-  CommState* st = comm->state.get();
-  hc_status_t rc = HC_OK;
-  if (st->conn->ownerPid() == ::getpid() && !st->aborted.load() && !st->conn->dead() &&
-      st->handle != 0) {
-    Status s = st->conn->waitUntil([st] { return st->outstanding.load() == 0; }, st);
-    hc::ipc::SubmitEntry e{};
-    e.op = static_cast<uint8_t>(hc::ipc::OpType::CommDestroy);
-    e.commHandle = st->handle;
-    auto r = s.isOk() ? st->conn->submit(e, nullptr, true) : hc::Result<RequestPtr>(s);
-    if (r.isOk()) {
-      auto req = *r;
-      s = st->conn->waitUntil([&] { return req->done.load(); }, nullptr);
-      if (s.isOk()) s = req->status;
-    } else {
-      s = r.status();
-    }
-    rc = ret(s);
-  }
-  delete comm;
-  return rc;
-}
-
-hc_status_t hc_comm_abort(hc_comm_t comm) {
-  if (comm == nullptr) return HC_OK;
-  CommState* st = comm->state.get();
-  if (st->conn->ownerPid() == ::getpid()) st->conn->abort(st, st->handle);
-  delete comm;
-  return HC_OK;
-}
-
-hc_status_t hc_comm_count(hc_comm_t comm, int* count) {
-  if (comm == nullptr || count == nullptr) return fail(hc::invalidArgument("NULL argument"));
-  *count = comm->state->nranks;
-  return HC_OK;
-}
-
-hc_status_t hc_comm_user_rank(hc_comm_t comm, int* rank) {
-  if (comm == nullptr || rank == nullptr) return fail(hc::invalidArgument("NULL argument"));
-  *rank = comm->state->rank;
-  return HC_OK;
-}
-
-hc_status_t hc_comm_device(hc_comm_t comm, int* device) {
-  if (comm == nullptr || device == nullptr) return fail(hc::invalidArgument("NULL argument"));
-  *device = -1;  // host memory
-  return HC_OK;
+  return hc::client::tlsLastError.c_str();
 }
 
 hc_status_t hc_mem_alloc(void** ptr, size_t size) {
@@ -318,6 +129,15 @@ hc_status_t hc_mem_free(void* ptr) {
   auto conn = Connection::get();
   if (!conn.isOk()) return fail(conn.status());
   return ret((*conn)->memFree(ptr));
+}
+
+hc_status_t hc_get_memory_path(const char** description) {
+  if (description == nullptr) return fail(hc::invalidArgument("description is NULL"));
+  auto conn = Connection::get();
+  if (!conn.isOk()) return fail(conn.status());
+  // Fixed at connect and never freed: the characters outlive any later connection.
+  *description = (*conn)->memoryPath().c_str();
+  return HC_OK;
 }
 
 hc_status_t hc_test(hc_request_t* req, int* done) {
@@ -339,6 +159,12 @@ hc_status_t hc_test(hc_request_t* req, int* done) {
 hc_status_t hc_wait(hc_request_t* req) {
   if (req == nullptr || *req == nullptr) return fail(hc::invalidArgument("NULL request"));
   RequestPtr r = (*req)->r;
+  if (groupHolds(r.get())) {
+    // It would never be submitted: this thread's hc_group_end is what submits it.
+    return fail(hc::invalidArgument("hc_wait on an operation of this thread's open group; call "
+                                    "hc_group_end first"),
+                r->comm.get());
+  }
   delete *req;
   *req = nullptr;
   return waitRequest(r, r->comm.get());

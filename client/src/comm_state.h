@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -12,20 +13,28 @@
 
 namespace hc::client {
 
-struct CommState {
-  Connection* conn = nullptr;
-  uint64_t handle = 0;
-  int rank = 0;
-  int nranks = 0;
-  std::atomic<bool> aborted{false};
-  std::atomic<int> outstanding{0};
-  RequestPtr initRequest;  // set while a non-blocking init is in progress
+// A reduction operator made by hc_redop_create_premul_sum.
+struct PremulOp {
+  uint8_t dtype = 0;
+  uint64_t scalar = 0;    // the scalar's bytes, or its segment offset when inBuffer
+  bool inBuffer = false;  // HC_SCALAR_DEVICE: the daemon reads the scalar when the op runs
+};
 
-  std::mutex mutex;  // guards the fields below
+struct CommState {
+  Connection* conn = nullptr;  // borrowed: connections are never freed
+  std::atomic<bool> aborted{false};
+  std::atomic<int> outstanding{0};  // requests made on this communicator and not yet finished
+  // Set by init and split; a non-blocking one fixes them when initRequest completes (adoptInit).
+  std::atomic<uint64_t> handle{0};
+  std::atomic<int> rank{0};
+  std::atomic<int> nranks{0};
+
+  std::mutex mutex;        // guards the fields below
+  RequestPtr initRequest;  // set while a non-blocking init or split is in progress
   Status asyncError;
   std::string lastError;
-  std::map<int, std::pair<uint8_t, uint64_t>> premulOps;  // id -> (dtype, scalar bits)
-  int nextOp = 5;                                          // HC_NUM_OPS
+  std::map<int, PremulOp> premulOps;  // by hc_redop_t id
+  int nextOp = HC_NUM_OPS;
 
   void setAsyncError(const Status& s) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -35,9 +44,23 @@ struct CommState {
 
 // Records s as the calling thread's (and comm's) last error and returns its hc_status_t.
 hc_status_t fail(const Status& s, CommState* comm = nullptr);
-// Fills an entry's buffer references and operator, then submits it on comm.
-hc_status_t submitOp(hc_comm_t comm, ipc::SubmitEntry e, const void* send, uint64_t sendBytes,
-                     const void* recv, uint64_t recvBytes, int op, hc_request_t* req);
+
+// Takes over a finished non-blocking init or split: its handle, and for a split the rank and
+// size in the new communicator. InProgress while it runs; its error if it failed. Locks mutex.
+Status adoptInit(CommState* c);
+
+// comm's state, checked to be usable from this process: not NULL, not inherited across fork,
+// not aborted, initialized.
+Result<std::shared_ptr<CommState>> usableComm(hc_comm_t comm);
+// The same checks on a state, for operations recorded earlier (a group).
+Status checkUsable(CommState* c);
+
+// Waits for r (a request of comm) and returns its status, recording a failure as comm's last
+// error.
+hc_status_t waitRequest(const RequestPtr& r, CommState* comm);
+
+// Sets e's reduction operator: a built-in one, or a pre-multiplied sum of comm.
+Status applyRedop(CommState& comm, int op, ipc::SubmitEntry* e);
 
 }  // namespace hc::client
 

@@ -33,6 +33,12 @@ void childAfterFork() {
   new (&gMutex) std::mutex();
 }
 
+// Library teardown (dlclose or exit): idle staging blocks go back to the daemon. Best effort and
+// never waiting on another thread; the daemon frees the whole segment when the socket closes.
+__attribute__((destructor)) void releaseStagingAtTeardown() {
+  if (gConnection != nullptr) gConnection->teardown();
+}
+
 uint32_t envSpinUs() {
   const char* s = std::getenv("HC_SPIN_US");
   if (s == nullptr) return 50;
@@ -47,16 +53,36 @@ Result<Connection*> Connection::get() {
   std::call_once(atforkOnce, [] { ::pthread_atfork(nullptr, nullptr, childAfterFork); });
   std::lock_guard<std::mutex> lock(gMutex);
   if (gConnection != nullptr && !gConnection->dead()) return gConnection;
+  auto c = open();
+  if (!c.isOk()) return c.status();
+  // A dead connection stays allocated: communicators of it still point at it and report errors.
+  gConnection = *c;
+  return *c;
+}
+
+Result<Connection*> Connection::open() {
   auto* c = new Connection();
   Status s = c->connect();
+  if (s.isOk() && c->probeCrossMemoryAttach() == ProbeOutcome::ConnectionLost) {
+    // A daemon that does not know the probe refuses the frame and closes the connection: connect
+    // again without asking, and keep the reason for hc_get_memory_path.
+    std::string path = std::move(c->memoryPath_);
+    c->discard();
+    c = new Connection();
+    s = c->connect();
+    c->memoryPath_ = std::move(path);
+  }
   if (!s.isOk()) {
-    c->abandonInChild();  // closes whatever was opened
-    delete c;
+    c->discard();
     return s;
   }
-  // A dead connection stays allocated: communicators of it still point at it and report errors.
-  gConnection = c;
   return c;
+}
+
+void Connection::discard() {
+  abandonInChild();  // closes whatever was opened
+  if (view_.base != nullptr) ::munmap(view_.base, view_.bytes);
+  delete this;
 }
 
 Status Connection::connect() {
@@ -94,6 +120,7 @@ Status Connection::connect() {
   segmentFd_ = msg->fds[0].release();
   daemonEventFd_ = msg->fds[1].release();
   daemonPid_ = static_cast<pid_t>(w.daemonPid);
+  daemonMinor_ = w.minor;
   if (w.ringEntries == 0 || (w.ringEntries & (w.ringEntries - 1)) != 0) {
     return internalError("daemon announced a ring size that is not a power of two");
   }
@@ -113,9 +140,17 @@ void Connection::abandonInChild() {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
-  dead_.store(true);
+  // The daemon's attach names the parent's pid: an address from this process must never reach
+  // it. memoryPath_ stays as it was, since hc_get_memory_path may have handed out its characters.
+  crossMemoryAttach_ = false;
   deadStatus_ = unavailable("this connection belongs to the parent process (pid " +
                             std::to_string(pid_) + "); create new communicators after fork");
+  dead_.store(true, std::memory_order_release);
+}
+
+void Connection::teardown() {
+  if (pid_ != ::getpid() || dead()) return;
+  staging_.trim(/*wait=*/false);
 }
 
 Result<std::vector<uint8_t>> Connection::request(std::span<const uint8_t> frame,
@@ -140,6 +175,12 @@ Result<std::vector<uint8_t>> Connection::request(std::span<const uint8_t> frame,
 }
 
 Result<void*> Connection::memAlloc(uint64_t bytes) {
+  auto block = allocBlock(bytes);
+  if (!block.isOk()) return block.status();
+  return block->ptr;
+}
+
+Result<SegmentBlock> Connection::allocBlock(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(socketMutex_);
   uint32_t id = nextFrameId_++;
   auto f = ipc::makeFrame<ipc::MemAllocFrame>(ipc::FrameType::MemAlloc, id);
@@ -153,7 +194,7 @@ Result<void*> Connection::memAlloc(uint64_t bytes) {
   uint8_t* p = view_.base + r.offset;
   // The daemon allocated the pages; this maps them into this process's page tables now.
   ::madvise(p, r.bytes, MADV_POPULATE_WRITE);
-  return static_cast<void*>(p);
+  return SegmentBlock{p, r.offset, r.bytes};
 }
 
 Status Connection::memFree(void* ptr) {
@@ -164,6 +205,32 @@ Status Connection::memFree(void* ptr) {
   auto f = ipc::makeFrame<ipc::MemFreeFrame>(ipc::FrameType::MemFree, id);
   f.offset = ref->offset;
   return request(ipc::frameBytes(f), id).status();
+}
+
+Result<bool> Connection::inSegment(const void* p, uint64_t bytes) const {
+  // The messages continue the caller's prefix ("send buffer ...").
+  char text[160];
+  if (p == nullptr) {
+    std::snprintf(text, sizeof(text), "is NULL but the operation uses %llu bytes of it",
+                  static_cast<unsigned long long>(bytes));
+    return invalidArgument(text);
+  }
+  auto addr = reinterpret_cast<uintptr_t>(p);
+  uintptr_t end = 0;
+  if (__builtin_add_overflow(addr, bytes, &end)) {
+    std::snprintf(text, sizeof(text), "%p + %llu bytes wraps around the address space", p,
+                  static_cast<unsigned long long>(bytes));
+    return invalidArgument(text);
+  }
+  auto heap = reinterpret_cast<uintptr_t>(view_.base + heapOffset_);
+  uintptr_t heapEnd = heap + heapBytes_;
+  if (addr >= heap && end <= heapEnd) return true;
+  if (addr < heapEnd && end > heap) {
+    std::snprintf(text, sizeof(text), "%p (%llu bytes) straddles the edge of hc_mem_alloc memory",
+                  p, static_cast<unsigned long long>(bytes));
+    return invalidArgument(text);
+  }
+  return false;
 }
 
 Result<ipc::BufferRef> Connection::bufferRef(const void* p, uint64_t bytes) const {
@@ -182,138 +249,6 @@ Result<ipc::BufferRef> Connection::bufferRef(const void* p, uint64_t bytes) cons
   }
   ref.offset = heapOffset_ + (addr - heap);
   return ref;
-}
-
-Result<RequestPtr> Connection::submit(ipc::SubmitEntry entry, std::shared_ptr<CommState> comm,
-                                      bool tracked) {
-  if (dead()) return deadStatus_;
-  auto r = std::make_shared<Request>();
-  r->comm = comm;
-  r->tracked = tracked;
-  const CommState* waitComm = comm.get();
-  std::lock_guard<std::mutex> lock(submitMutex_);
-  // Credits: never more in flight than the completion ring holds, so it cannot overflow.
-  if (inFlight_.load() >= view_.completion.capacity()) {
-    Status s = waitUntil([this] { return inFlight_.load() < view_.completion.capacity(); },
-                         waitComm);
-    if (!s.isOk()) return s;
-  }
-  r->id = nextRequestId_++;
-  entry.requestId = r->id;
-  {
-    std::lock_guard<std::mutex> reapLock(reapMutex_);
-    pending_[r->id] = r;
-  }
-  if (comm) comm->outstanding.fetch_add(1);
-  inFlight_.fetch_add(1);
-  bool pushed = view_.submit.push(entry);
-  HC_CHECK(pushed);  // the daemon drains the ring faster than the credits allow it to fill
-  ipc::wakeDaemonIfSleeping(view_.header, daemonEventFd_);
-  return r;
-}
-
-void Connection::complete(const RequestPtr& r, const Status& status, uint64_t value) {
-  r->status = status;
-  r->value = value;
-  if (r->comm) {
-    if (!status.isOk() && !r->tracked) r->comm->setAsyncError(status);
-    r->comm->outstanding.fetch_sub(1);
-  }
-  r->done.store(true, std::memory_order_release);
-}
-
-void Connection::reap() {
-  if (dead()) return;
-  std::unique_lock<std::mutex> lock(reapMutex_, std::try_to_lock);
-  if (!lock.owns_lock()) return;  // another thread is reaping for everyone
-  ipc::CompletionEntry e;
-  for (;;) {
-    ipc::PopResult pr = view_.completion.pop(&e);
-    if (pr == ipc::PopResult::Empty) break;
-    if (pr == ipc::PopResult::Corrupt) {
-      lock.unlock();
-      markDead(internalError("completion ring is corrupt"));
-      return;
-    }
-    inFlight_.fetch_sub(1);
-    auto it = pending_.find(e.requestId);
-    if (it == pending_.end()) continue;  // failed locally already (abort)
-    e.message[sizeof(e.message) - 1] = '\0';
-    Status s = e.status == 0 ? okStatus() : Status{static_cast<Code>(e.status), e.message};
-    complete(it->second, s, e.value);
-    pending_.erase(it);
-  }
-}
-
-bool Connection::daemonHungUp() const {
-  pollfd p{socket_, POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
-}
-
-void Connection::markDead(const Status& why) {
-  std::lock_guard<std::mutex> lock(reapMutex_);
-  if (dead_.exchange(true)) return;
-  deadStatus_ = why;
-  for (auto& [id, r] : pending_) complete(r, why, 0);
-  pending_.clear();
-}
-
-Status Connection::waitUntil(const std::function<bool()>& ready, const CommState* comm) {
-  using Clock = std::chrono::steady_clock;
-  const auto spinUntil = Clock::now() + std::chrono::microseconds(spinUs_);
-  const Status aborted = unavailable("the communicator was aborted");
-  for (;;) {
-    reap();
-    if (ready()) return okStatus();
-    if (comm != nullptr && comm->aborted.load()) return aborted;
-    if (dead()) return deadStatus_;
-    if (Clock::now() < spinUntil) {
-      // Ranks and the daemon often outnumber the cores: yield so the party we wait for can run.
-      ::sched_yield();
-      continue;
-    }
-    // Sleep. The sleeper count and the futex value are published before the last check, so a
-    // completion posted after it either bumps the futex (the wait returns at once) or sees the
-    // sleeper and wakes it (protocol.h, SegmentHeader).
-    view_.header->clientSleepers.fetch_add(1);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    uint32_t seen = view_.header->completionFutex.load(std::memory_order_acquire);
-    reap();
-    if (!ready() && !(comm != nullptr && comm->aborted.load())) {
-      // Bounded so that a daemon that died is noticed through the socket within 100 ms.
-      ipc::futexWait(&view_.header->completionFutex, seen, 100'000'000);
-    }
-    view_.header->clientSleepers.fetch_sub(1);
-    if (!ready() && daemonHungUp()) {
-      markDead(unavailable("hetero-commd (pid " + std::to_string(daemonPid_) +
-                           ") closed the connection"));
-    }
-  }
-}
-
-void Connection::abort(CommState* comm, uint64_t handle) {
-  comm->aborted.store(true);
-  if (!dead() && handle != 0) {
-    std::lock_guard<std::mutex> lock(socketMutex_);
-    auto f = ipc::makeFrame<ipc::CommAbortFrame>(ipc::FrameType::CommAbort, 0);
-    f.commHandle = handle;
-    [[maybe_unused]] Status s = sendMessage(socket_, ipc::frameBytes(f));
-  }
-  {
-    std::lock_guard<std::mutex> lock(reapMutex_);
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      if (it->second->comm.get() == comm) {
-        complete(it->second, unavailable("the communicator was aborted"), 0);
-        it = pending_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  if (view_.header != nullptr && !dead()) {
-    view_.header->completionFutex.fetch_add(1);
-    ipc::futexWake(&view_.header->completionFutex, INT_MAX);
-  }
 }
 
 }  // namespace hc::client

@@ -1,6 +1,9 @@
 // Connection: the process's one link to hetero-commd: the socket, the mapped segment with both
-// rings, and the table of submitted requests. Every thread shares it; forked children get a new
-// one (the segment is MADV_DONTFORK, the child closes the inherited descriptors).
+// rings, the table of submitted requests, the staging pool, and how host memory outside the
+// segment reaches the daemon. Every thread shares it; forked children get a new one (the segment
+// is MADV_DONTFORK, the child closes the inherited descriptors, and the new connection probes
+// cross-memory attach again for the child's own pid). Connections are never freed: communicators
+// and requests point at them.
 // Depends on hc_common only: no daemon code, no gRPC.
 #pragma once
 
@@ -16,22 +19,15 @@
 #include <string>
 #include <vector>
 
+#include "client/src/request.h"
+#include "client/src/staging.h"
+#include "client/src/submission.h"
 #include "common/ipc/ring.h"
 #include "common/status.h"
 
 namespace hc::client {
 
 struct CommState;
-
-struct Request {
-  uint64_t id = 0;
-  std::shared_ptr<CommState> comm;  // null for requests that belong to no communicator
-  bool tracked = true;              // false: the caller passed no request handle
-  std::atomic<bool> done{false};
-  Status status;       // valid once done
-  uint64_t value = 0;  // valid once done
-};
-using RequestPtr = std::shared_ptr<Request>;
 
 class Connection {
  public:
@@ -41,14 +37,35 @@ class Connection {
 
   pid_t ownerPid() const { return pid_; }
   bool dead() const { return dead_.load(std::memory_order_acquire); }
+  // The protocol minor the daemon announced in Welcome.
+  uint16_t daemonMinor() const { return daemonMinor_; }
+  StagingPool& staging() { return staging_; }
+  PendingWrites& pendingWrites() { return pendingWrites_; }
+
+  // Whether the daemon reads and writes this process's own memory (cross-memory attach), so host
+  // memory outside the segment goes by address instead of through staging. Decided at connect:
+  // HC_CROSS_MEMORY_ATTACH asked for it and the probe passed (cross_memory_attach.cc).
+  bool crossMemoryAttach() const { return crossMemoryAttach_; }
+  // "cross-memory attach", or "segment staging (<why not>)". Fixed at connect and never freed,
+  // so hc_get_memory_path may hand out its characters.
+  const std::string& memoryPath() const { return memoryPath_; }
 
   Result<void*> memAlloc(uint64_t bytes);
+  Result<SegmentBlock> allocBlock(uint64_t bytes);
   Status memFree(void* ptr);
+  // Whether [p, p+bytes) (bytes > 0) is segment heap memory (true) or other host memory (false).
+  // A range that straddles the heap's edge, a NULL pointer and a range that wraps are errors,
+  // worded to follow the name of the buffer ("send buffer ").
+  Result<bool> inSegment(const void* p, uint64_t bytes) const;
   // A reference to [p, p+bytes) in the segment heap; null with bytes 0 is "no buffer".
   Result<ipc::BufferRef> bufferRef(const void* p, uint64_t bytes) const;
 
-  // Submits one entry (assigning its request id); waits for ring space if needed.
-  Result<RequestPtr> submit(ipc::SubmitEntry entry, std::shared_ptr<CommState> comm, bool tracked);
+  // Submits the prepared entries of one unit back to back, so no other thread's entry lands
+  // between them, and gives each request its wire id. Waits for completion credits before the
+  // unit and for ring space inside it: a unit larger than the ring streams through it as the
+  // daemon takes entries. On failure (daemon gone, communicator aborted) entries already pushed
+  // stay pending until the daemon completes them; the caller fails the requests.
+  Status submitUnit(std::span<Submission> unit);
   // Waits until ready() holds, the communicator (if any) is aborted, or the daemon is gone.
   Status waitUntil(const std::function<bool()>& ready, const CommState* comm);
   // Takes available completions; returns without blocking.
@@ -60,24 +77,50 @@ class Connection {
 
   // Called in a forked child: closes the inherited descriptors without taking any lock.
   void abandonInChild();
+  // Library teardown (unload or exit): gives idle staging blocks back, unless that would wait.
+  void teardown();
 
  private:
+  // A submitted entry: its request, and the staging block the daemon may use until the entry's
+  // completion arrives, even when the request was already failed locally (abort).
+  struct PendingEntry {
+    RequestPtr request;
+    std::shared_ptr<Staging> staging;
+  };
+
+  // What the cross-memory-attach probe left behind.
+  enum class ProbeOutcome {
+    Decided,         // memoryPath_ says which path; the connection is fine either way
+    ConnectionLost,  // the daemon did not answer with CmaProbeReply and dropped the connection
+  };
+
   Connection() = default;
+  // A connected Connection with its memory path decided; cleans up after itself on failure.
+  static Result<Connection*> open();
   Status connect();
+  // Undoes connect() of a connection that was never shared (descriptors, mapping) and frees it.
+  void discard();
+  // Asks the daemon to read and write this process's memory (protocol.h, CmaProbeFrame) and
+  // records the outcome in crossMemoryAttach_ and memoryPath_. Before the connection is shared.
+  ProbeOutcome probeCrossMemoryAttach();
   Result<std::vector<uint8_t>> request(std::span<const uint8_t> frame, uint32_t requestId);
-  void complete(const RequestPtr& r, const Status& status, uint64_t value);
+  Status pushEntry(const ipc::SubmitEntry& entry, const CommState* comm);
   void markDead(const Status& why);
   bool daemonHungUp() const;
+  Status noticeHangUp();
 
   pid_t pid_ = 0;
   int socket_ = -1;
   int segmentFd_ = -1;
   int daemonEventFd_ = -1;
   pid_t daemonPid_ = 0;
+  uint16_t daemonMinor_ = 0;
   ipc::SegmentView view_;
   uint64_t heapOffset_ = 0;
   uint64_t heapBytes_ = 0;
   uint32_t spinUs_ = 50;
+  bool crossMemoryAttach_ = false;
+  std::string memoryPath_;
 
   std::mutex socketMutex_;  // one request on the socket at a time
   uint32_t nextFrameId_ = 1;
@@ -85,9 +128,11 @@ class Connection {
   uint64_t nextRequestId_ = 1;
   std::atomic<uint32_t> inFlight_{0};  // submitted, completion not yet taken
   std::mutex reapMutex_;               // guards pending_ and the completion ring's consumer side
-  std::map<uint64_t, RequestPtr> pending_;
+  std::map<uint64_t, PendingEntry> pending_;
   std::atomic<bool> dead_{false};
   Status deadStatus_;
+  StagingPool staging_{this};
+  PendingWrites pendingWrites_;
 };
 
 }  // namespace hc::client

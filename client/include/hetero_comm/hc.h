@@ -12,8 +12,32 @@
  * Threads: every function may be called from any thread. hc_comm_abort may be called while
  * other threads wait on the communicator; their waits return HC_UNAVAILABLE.
  *
- * Memory: buffers passed to operations must lie in memory from hc_mem_alloc (the daemon maps it
- * once and reduces in place). Other host memory is rejected with HC_INVALID_ARGUMENT.
+ * Memory: memory from hc_mem_alloc is zero-copy: the daemon maps it once and reads and writes it
+ * in place. Any other host memory works too, at the cost of one copy each way: the library
+ * copies send data into a staging area of its segment when the operation is submitted, and
+ * copies results back into the receive buffer before the request reports done (hc_test,
+ * hc_wait) or, for operations issued with req == NULL, before hc_comm_finalize returns. In-place
+ * calls stay in place on the staged copy. An operation on such memory that an earlier, unfinished
+ * operation has yet to write waits for it when issued, so results still follow issue order. A
+ * buffer that straddles the edge of hc_mem_alloc memory is rejected with HC_INVALID_ARGUMENT.
+ *
+ * Cross-memory attach (opt-in): with HC_CROSS_MEMORY_ATTACH=1 in the environment, the library
+ * asks the daemon, when it connects, to read and write this process's memory itself
+ * (process_vm_readv/writev). That takes the daemon's session.cross_memory_attach setting and
+ * ptrace rights over the process (typically CAP_SYS_PTRACE, or the same uid with Yama
+ * ptrace_scope 0), and the library checks it with a probe. When it passes, other host memory
+ * goes to the daemon by address and the library copies nothing: as with hc_mem_alloc memory,
+ * the daemon reads send data when the operation runs and has written the results when the
+ * request reports done, so buffers must stay mapped and untouched until then (for operations
+ * issued with req == NULL, until hc_comm_finalize returns). Otherwise the library stages as
+ * above, without printing anything; hc_get_memory_path says which path is in use and why.
+ *
+ * Groups: between hc_group_start and hc_group_end (nesting like NCCL's, per thread) operations
+ * are recorded and their requests returned at once; the outermost hc_group_end submits them,
+ * matched as one unit per communicator, so sends and receives may be posted in any order. A
+ * call that fails inside a group fails the whole group: hc_group_end then returns that error
+ * and the group's requests complete with it. hc_wait on a request of the calling thread's open
+ * group fails with HC_INVALID_ARGUMENT (it would never be submitted).
  */
 #ifndef HETERO_COMM_HC_H_
 #define HETERO_COMM_HC_H_
@@ -119,6 +143,10 @@ hc_status_t hc_comm_init_rank(hc_comm_t* comm, int nranks, hc_unique_id_t id, in
 hc_status_t hc_comm_init_rank_config(hc_comm_t* comm, int nranks, hc_unique_id_t id, int rank,
                                      hc_config_t* config);
 hc_status_t hc_comm_init_all(hc_comm_t* comms, int ndev, const int* devlist);
+/* Collective over comm: ranks of one color form a new communicator, ordered by key (ties by
+ * rank in comm). color >= 0, or HC_SPLIT_NOCOLOR to get *newcomm = NULL. Blocks like init unless
+ * config->blocking == 0 (then HC_IN_PROGRESS; poll hc_comm_get_async_error on *newcomm). Not
+ * allowed inside a group. */
 hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm,
                           hc_config_t* config);
 /* Waits for every operation issued on comm, then quiesces it. */
@@ -137,10 +165,19 @@ hc_status_t hc_comm_user_rank(hc_comm_t comm, int* rank);
 /* Allocates size bytes of host memory shared with the daemon (page aligned, pre-faulted). */
 hc_status_t hc_mem_alloc(void** ptr, size_t size);
 hc_status_t hc_mem_free(void* ptr);
+/* How host memory not from hc_mem_alloc reaches the daemon on this process's connection,
+ * connecting first if needed: "cross-memory attach", or "segment staging (...)" with the reason,
+ * such as not requested, off in the daemon's configuration, or refused by the kernel (the
+ * daemon's words). The string belongs to the library and stays valid for the life of the
+ * process. A forked child gets a connection, and a probe, of its own. */
+hc_status_t hc_get_memory_path(const char** description);
 hc_status_t hc_comm_register(hc_comm_t comm, void* buff, size_t size, void** handle);
 hc_status_t hc_comm_deregister(hc_comm_t comm, void* handle);
 
 /* ---- reduction operators ---- */
+/* HC_SCALAR_HOST_IMMEDIATE: *scalar is read now. HC_SCALAR_DEVICE: scalar must point into
+ * memory from hc_mem_alloc (host ranks keep "device" scalars there) and is read each time an
+ * operation using op runs, as NCCL reads a device scalar. The operation's dtype must be dtype. */
 hc_status_t hc_redop_create_premul_sum(hc_redop_t* op, void* scalar, hc_dtype_t dtype,
                                        hc_scalar_residence_t residence, hc_comm_t comm);
 hc_status_t hc_redop_destroy(hc_redop_t op, hc_comm_t comm);
@@ -158,20 +195,30 @@ hc_status_t hc_allgather(const void* sendbuff, void* recvbuff, size_t sendcount,
 hc_status_t hc_reduce_scatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                               hc_dtype_t dtype, hc_redop_t op, hc_comm_t comm, hc_stream_t stream,
                               hc_request_t* req);
+/* count elements to and from every peer: sendbuff and recvbuff hold nranks * count. */
 hc_status_t hc_alltoall(const void* sendbuff, void* recvbuff, size_t count, hc_dtype_t dtype,
                         hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+/* Counts and displacements in elements, one per peer. Runs as a group of hc_send/hc_recv (inside
+ * the caller's group if one is open; peers with count 0 get none); *req completes when every
+ * part has, with the first failure among them. Elements between the parts of recvbuff are left
+ * as they were. */
 hc_status_t hc_alltoallv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
                          void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
                          hc_dtype_t dtype, hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+/* count elements per rank; only the root's recvbuff (gather) / sendbuff (scatter) is used, and
+ * it holds nranks * count, rank r's part at r * count. */
 hc_status_t hc_gather(const void* sendbuff, void* recvbuff, size_t count, hc_dtype_t dtype,
                       int root, hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
 hc_status_t hc_scatter(const void* sendbuff, void* recvbuff, size_t count, hc_dtype_t dtype,
                        int root, hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+/* Point to point; a send to oneself must be in a group with the matching hc_recv. */
 hc_status_t hc_send(const void* sendbuff, size_t count, hc_dtype_t dtype, int peer,
                     hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
 hc_status_t hc_recv(void* recvbuff, size_t count, hc_dtype_t dtype, int peer, hc_comm_t comm,
                     hc_stream_t stream, hc_request_t* req);
 hc_status_t hc_barrier(hc_comm_t comm, hc_stream_t stream, hc_request_t* req);
+/* See "Groups" above. hc_group_end without hc_group_start returns HC_INVALID_ARGUMENT; a group
+ * of more than 65536 operations on one communicator fails at hc_group_end with it. */
 hc_status_t hc_group_start(void);
 hc_status_t hc_group_end(void);
 
