@@ -1,0 +1,219 @@
+// UcxTransportImpl: hc::transport::Transport over one UCP worker. Private to daemon/transport/ucx;
+// the rest of the daemon creates it through createUcxTransport() (ucx_transport.h), which also
+// describes the threading and the failure-detection bounds.
+//
+// How the contract maps onto UCX (the wire layout and why: ucx_wire.h):
+// - connect() opens one UCP endpoint per peer daemon (error mode PEER), shared by everything
+//   sent to that peer, and sends it a hello carrying the stamp it must put on its messages to us.
+//   PeerIds are never reused: a peer keeps its id, and its endpoint, across disconnect() and
+//   connect(); disconnect() only detaches the caller's requests (see disconnect() in the .cc).
+// - Matching is ours, exact on (peer, all 64 tag bits), in post order on both sides: progress()
+//   moves every arrived control message out of UCX into `unexpected_` or onto the oldest posted
+//   receive of `posted_`. Payloads longer than UcxOptions::inlineBytes stay in UCX until their
+//   receive is matched, then go straight into the caller's buffer.
+// - Every final state is reported by test() only after a progress(); eventFd() is an epoll set
+//   over the UCX worker's event fd and an eventfd of ours that signals states made final outside
+//   progress() (matches in postRecv(), cancel(), disconnect()).
+// - A failed endpoint is only recorded inside UCX's error callback; progress() then fails the
+//   peer's requests with Unavailable, closes the endpoint and calls the handler once, with no UCX
+//   callback on the stack.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/unique_fd.h"
+#include "daemon/transport/transport.h"
+#include "daemon/transport/ucx/ucx_transport.h"
+#include "daemon/transport/ucx/ucx_wire.h"
+#include "daemon/transport/ucx/ucx_worker.h"
+
+namespace hc::transport::ucx {
+
+class UcxTransportImpl final : public Transport {
+ public:
+  [[nodiscard]] static Result<std::unique_ptr<UcxTransportImpl>> create(const UcxOptions& options);
+  // Force-closes every endpoint (peers see this daemon fail), releases what UCX still holds
+  // unfinished, then destroys the worker and the context. Does not wait.
+  ~UcxTransportImpl() override;
+  UcxTransportImpl(const UcxTransportImpl&) = delete;
+  UcxTransportImpl& operator=(const UcxTransportImpl&) = delete;
+
+  // hc::transport::Transport
+  std::string_view name() const override { return "ucx"; }
+  PeerAddress address() const override { return PeerAddress{address_}; }
+  Result<PeerId> connect(const PeerAddress& address) override;
+  Status disconnect(PeerId peer) override;
+  Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf, size_t bytes) override;
+  Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes) override;
+  using Transport::test;
+  Result<bool> test(RequestId request, size_t* bytes) override;
+  size_t progress() override;
+  Status cancel(RequestId request) override;
+  size_t discardUnexpected(uint64_t tag, uint64_t mask) override;
+  int eventFd() const override { return epollFd_.get(); }
+  void setPeerFailureHandler(PeerFailureHandler handler) override;
+
+ private:
+  struct Peer {
+    UcxTransportImpl* owner;
+    PeerId id;
+    uint64_t uuid;
+    std::vector<uint8_t> workerAddress;
+    ucp_ep_h ep = nullptr;   // open from the first connect() until failure or teardown
+    bool connected = false;  // by connect(), until disconnect()
+    bool failed = false;     // for good: its daemon is gone
+    Status failure;          // why, once failed
+    // The stamp its hello asked for; sends wait in `held` until it is known.
+    std::optional<PeerId> stamp;
+    uint64_t nextSequence = 0;
+    std::deque<RequestId> held;
+  };
+
+  struct Request {
+    enum class Kind : uint8_t { Send, Recv };
+    enum class State : uint8_t {
+      Waiting,   // send: held for the peer's hello; receive: posted, unmatched
+      InFlight,  // a UCX request carries it (`ucx`)
+      Ready,     // final, waiting for progress() to report it
+      Done,      // final and reported: test() returns it and releases the request
+    };
+    UcxTransportImpl* owner;
+    RequestId id;
+    Kind kind;
+    PeerId peer;
+    uint64_t tag;
+    void* buf;        // a send's payload is only read
+    size_t capacity;  // a send's length
+    State state = State::Waiting;
+    void* ucx = nullptr;
+    // Set when the peer was disconnected or failed while UCX still held the request: it then
+    // ends with this status whatever UCX reports.
+    std::optional<Status> detached;
+    Status status;
+    size_t bytes = 0;
+    MessageHeader header;   // a send's header, lent to UCX with the payload
+    ucp_dt_iov_t iov[2]{};  // header + payload of an inline send
+  };
+
+  // A message that arrived before its receive was posted.
+  struct Arrival {
+    uint64_t sequence;  // names the data message when the payload did not come inline
+    uint64_t bytes;
+    bool isInline;
+    // The whole control message: an inline payload follows the header.
+    std::vector<uint8_t> control;
+  };
+
+  // A control message being received out of UCX, in arrival order.
+  struct InboxEntry {
+    uint64_t ucxTag;
+    std::vector<uint8_t> bytes;
+    void* ucx = nullptr;  // while the receive is in flight
+    ucs_status_t status = UCS_OK;
+  };
+
+  // A UCX request of ours that no caller waits for: hellos, headers, drained data, closes.
+  struct InternalOp {
+    void* ucx;
+    std::vector<uint8_t> storage;  // what a send lends UCX
+    PeerId drainFrom = 0;          // a drain: the peer whose data it takes
+  };
+
+  struct MatchKey {
+    PeerId peer;
+    uint64_t tag;
+    bool operator==(const MatchKey&) const = default;
+  };
+  struct MatchKeyHash {
+    size_t operator()(const MatchKey& k) const {
+      return std::hash<uint64_t>()(k.tag * 0x9e3779b97f4a7c15ull ^ k.peer);
+    }
+  };
+
+  UcxTransportImpl(const UcxOptions& options, std::unique_ptr<UcxWorker> worker, uint64_t uuid,
+                   UniqueFd epollFd, UniqueFd wakeFd);
+
+  // ---- connections (ucx_transport_impl.cc) ----
+  Status openEndpoint(Peer& peer);
+  void sendHello(Peer& peer);
+  // Closes the peer's endpoint without waiting for anything: on teardown and after a failure.
+  void forceClose(Peer& peer);
+  // NotFound unless connected; Unavailable once failed.
+  Status checkPostable(PeerId peer) const;
+  static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  // Fails every request with `peer` that is not final yet with `why`, and drops its arrivals.
+  void detachPeer(Peer& peer, const Status& why);
+  // Ends every request with a failed peer that UCX still holds, without waiting for UCX.
+  void abandonInFlight(Peer& peer);
+  // Acts on the failures onEndpointError recorded: fails the peers' requests, closes their
+  // endpoints and queues one report per connected peer for the handler.
+  void handleEndpointFailures();
+
+  // ---- messages (ucx_messages.cc) ----
+  Request& addRequest(Request::Kind kind, PeerId peer, uint64_t tag, void* buf, size_t bytes);
+  void issueSend(Peer& peer, Request& request);
+  // Hands a receive its message: copies an inline payload, or posts the UCX receive of the data.
+  void deliver(Request& request, Arrival& arrival);
+  // Ties `request` to a UCX request handle, or fails it with the error the call returned. The
+  // caller handles a call that completed at once (it knows the length).
+  void track(Request& request, ucs_status_ptr_t result, const char* what);
+  void finish(Request& request, Status status, size_t bytes = 0);
+  static void onSendDone(void* ucxRequest, ucs_status_t status, void* user);
+  static void onRecvDone(void* ucxRequest, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                         void* user);
+  // UCX is done with `ucxRequest`, which carried `request`.
+  void completeFromUcx(Request& request, void* ucxRequest, ucs_status_t status, size_t bytes);
+  // Receives and drops the data message (stamp, sequence) whose header will never match, now or
+  // whenever it arrives.
+  void drainData(PeerId stamp, uint64_t sequence);
+  // Receives and drops every data message from `stamp` that UCX holds unmatched.
+  void dropArrivedData(PeerId stamp);
+  void sendInternal(ucp_ep_h ep, uint64_t ucxTag, std::vector<uint8_t> storage);
+  void keepInternal(ucs_status_ptr_t result, std::vector<uint8_t> storage, PeerId drainFrom = 0);
+
+  // ---- progress (ucx_progress.cc) ----
+  // Takes every arrived control message out of UCX and handles those whose receive finished,
+  // in arrival order.
+  void pumpControl();
+  void handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes);
+  void handleHello(const HelloMessage& hello);
+  void pollInternalOps();
+  void signalWake();
+
+  const UcxOptions options_;
+  std::unique_ptr<UcxWorker> worker_;
+  const uint64_t uuid_;
+  const std::vector<uint8_t> address_;
+  UniqueFd epollFd_;  // over worker_->eventFd() and wakeFd_
+  UniqueFd wakeFd_;
+
+  std::unordered_map<PeerId, std::unique_ptr<Peer>> peers_;
+  std::unordered_map<uint64_t, PeerId> peerByUuid_;
+  // Stamps from hellos of peers we have not connected to yet, by their uuid.
+  std::unordered_map<uint64_t, PeerId> strangerHellos_;
+  PeerId nextPeer_ = 1;
+
+  std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
+  RequestId nextRequest_ = 1;
+  std::unordered_map<MatchKey, std::deque<RequestId>, MatchKeyHash> posted_;
+  std::unordered_map<MatchKey, std::deque<Arrival>, MatchKeyHash> unexpected_;
+  std::deque<InboxEntry> inbox_;
+  std::vector<InternalOp> internalOps_;
+
+  std::vector<RequestId> ready_;                                  // final, for the next progress()
+  std::vector<std::pair<PeerId, ucs_status_t>> failedEndpoints_;  // from onEndpointError
+  std::vector<std::pair<PeerId, Status>> failureReports_;         // for the handler
+  PeerFailureHandler handler_;
+  bool inProgress_ = false;  // progress() reports what finishes meanwhile: no wake needed
+  bool wakePending_ = false;
+};
+
+}  // namespace hc::transport::ucx

@@ -1,0 +1,112 @@
+// What the UCX backend puts on the wire: endpoint addresses, the 64-bit UCX tag layout and the
+// control messages. No UCX types here (pure layout, unit tested without UCX).
+//
+// Why a layout of our own: UCX matches a receive on the 64-bit tag alone and ignores the
+// endpoint, while the Transport contract matches on (peer, tag) with all 64 tag bits in use. So
+// the contract's tag never goes into the UCX tag. Each message becomes:
+//   - a control message, UCX tag = [1 | stamp | sequence], carrying {contract tag, length} and,
+//     for messages up to UcxOptions::inlineBytes, the payload itself. progress() takes every
+//     control message out of UCX as it arrives (ucp_tag_probe_nb on the control bit) and matches
+//     it in software on (peer, contract tag): exact, all 64 bits, in arrival order;
+//   - for a longer message, a data message, UCX tag = [0 | stamp | sequence], that the sender
+//     posts right behind its header. When the header matches a posted receive, the receiver posts
+//     ucp_tag_recv_nbx for exactly that UCX tag into the caller's buffer, so large payloads still
+//     move by UCX's rendezvous, zero-copy.
+// The stamp tells the receiver who sent a message: it is the receiver's own PeerId for the
+// sender, handed to the sender in a hello message at connect(). A sender therefore holds its
+// messages to a peer until that peer's hello arrives, which it does once the peer connects back
+// (a receiver always connects to its senders: postRecv() needs their PeerId). The sequence
+// counts the sender's messages on that connection and makes each data tag unique.
+// The cost, against reserving UCX tag bits for the sender: one small extra message per large
+// send, and one copy on each side of a small one. Reserving bits would have cost contract bits
+// instead, and two tags differing only there would silently take each other's messages.
+// Stale traffic: discardUnexpected() drops control messages waiting in software and receives
+// their data messages into zero bytes (UCX then releases the sender); what a failed peer left in
+// UCX is found with ucp_tag_probe_nb on its stamp and dropped the same way.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "daemon/transport/transport.h"
+
+namespace hc::transport::ucx {
+
+static_assert(std::endian::native == std::endian::little, "wire structs are little-endian");
+
+// ---- UCX tag ---------------------------------------------------------------------------------
+//   bit 63       1 = control message (hello, inline message, header), 0 = data message
+//   bits 62..40  stamp: the receiver's PeerId for the sender (0 in a hello)
+//   bits 39..0   sequence: the sender's message count on this connection, modulo 2^40
+constexpr uint64_t kControlBit = 1ull << 63;
+constexpr int kStampShift = 40;
+constexpr uint64_t kStampMask = ((1ull << 23) - 1) << kStampShift;
+constexpr uint64_t kSequenceMask = (1ull << kStampShift) - 1;
+constexpr uint64_t kFullMask = ~0ull;
+// The largest PeerId a stamp can carry.
+constexpr PeerId kMaxStamp = (1u << 23) - 1;
+
+constexpr uint64_t controlTag(PeerId stamp, uint64_t sequence) {
+  return kControlBit | (uint64_t{stamp} << kStampShift) | (sequence & kSequenceMask);
+}
+constexpr uint64_t dataTag(PeerId stamp, uint64_t sequence) {
+  return (uint64_t{stamp} << kStampShift) | (sequence & kSequenceMask);
+}
+constexpr PeerId stampOf(uint64_t ucxTag) {
+  return static_cast<PeerId>((ucxTag & kStampMask) >> kStampShift);
+}
+constexpr uint64_t sequenceOf(uint64_t ucxTag) { return ucxTag & kSequenceMask; }
+
+// ---- control messages --------------------------------------------------------------------------
+constexpr uint16_t kWireVersion = 1;
+
+enum class ControlKind : uint8_t {
+  Hello = 1,   // HelloMessage
+  Inline = 2,  // MessageHeader + payload in the same UCX message
+  Header = 3,  // MessageHeader; the payload follows as the data message with the same sequence
+};
+
+// Sent first on every new endpoint: "when you send to me, stamp your messages with `stamp`".
+struct HelloMessage {
+  uint16_t version = kWireVersion;
+  ControlKind kind = ControlKind::Hello;
+  uint8_t reserved = 0;
+  uint32_t stamp = 0;  // the sender's PeerId for the receiver
+  uint64_t uuid = 0;   // the sender's endpoint uuid (its address names it)
+};
+static_assert(sizeof(HelloMessage) == 16);
+
+struct MessageHeader {
+  uint16_t version = kWireVersion;
+  ControlKind kind = ControlKind::Inline;
+  uint8_t reserved[5] = {};
+  uint64_t tag = 0;    // the contract's tag
+  uint64_t bytes = 0;  // the payload's length
+};
+static_assert(sizeof(MessageHeader) == 24);
+
+// A control message as received; nullopt for bytes that are not one (wrong size or version,
+// unknown kind, an inline payload whose length disagrees with its header).
+struct ControlMessage {
+  ControlKind kind;
+  HelloMessage hello;                // kind Hello
+  MessageHeader header;              // kind Inline or Header
+  std::span<const uint8_t> payload;  // kind Inline: points into the parsed bytes
+};
+std::optional<ControlMessage> parseControl(std::span<const uint8_t> bytes);
+
+// ---- endpoint address --------------------------------------------------------------------------
+// PeerAddress bytes: magic "HCUX", version, reserved, the endpoint's uuid (random per Transport,
+// never 0), then the UCP worker address.
+struct EndpointAddress {
+  uint64_t uuid = 0;
+  std::span<const uint8_t> worker;  // points into the parsed bytes
+};
+std::vector<uint8_t> encodeAddress(uint64_t uuid, std::span<const uint8_t> worker);
+std::optional<EndpointAddress> decodeAddress(std::span<const uint8_t> bytes);
+
+}  // namespace hc::transport::ucx
