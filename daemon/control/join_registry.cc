@@ -1,0 +1,283 @@
+#include "daemon/control/join_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <string>
+
+namespace hc::control {
+namespace {
+
+// "2, 5, 7" (at most kShown ranks, then "and N more").
+std::string rankList(const std::vector<uint32_t>& ranks) {
+  constexpr size_t kShown = 16;
+  std::string text;
+  for (size_t i = 0; i < ranks.size() && i < kShown; ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(ranks[i]);
+  }
+  if (ranks.size() > kShown) text += " and " + std::to_string(ranks.size() - kShown) + " more";
+  return text;
+}
+
+std::string commName(const CommKey& key) { return "communicator " + commKeyHex(key); }
+
+}  // namespace
+
+JoinRegistry::JoinRegistry(JoinRegistryOptions options)
+    : options_(options), timer_([this] { timerLoop(); }) {}
+
+JoinRegistry::~JoinRegistry() { shutdown(); }
+
+JoinTicket JoinRegistry::newTicket() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return nextTicket_++;
+}
+
+void JoinRegistry::add(JoinTicket ticket, JoinRequest request, JoinDone done) {
+  Settlements settlements;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    addLocked(ticket, std::move(request), std::move(done), settlements);
+  }
+  changed_.notify_all();
+  settle(settlements);
+}
+
+void JoinRegistry::addLocked(JoinTicket ticket, JoinRequest request, JoinDone done,
+                             Settlements& out) {
+  const Clock::time_point now = Clock::now();
+  auto reject = [&](Status status) { out.emplace_back(std::move(done), std::move(status)); };
+  if (stopping_) return reject(unavailable("the root daemon is shutting down"));
+  const CommKey key = request.key;
+  if (Status late = lateJoinStatusLocked(key, now); !late.isOk()) return reject(std::move(late));
+
+  auto it = pending_.find(key);
+  if (it == pending_.end()) {
+    if (pending_.size() >= options_.maxPendingComms) {
+      return reject({Code::NoResource, "the root has " + std::to_string(pending_.size()) +
+                                           " communicators forming; retry later"});
+    }
+    PendingComm comm;
+    comm.nranks = request.nranks;
+    comm.joined.assign(request.nranks, false);
+    comm.opened = now;
+    comm.deadline = Clock::time_point::max();
+    it = pending_.emplace(key, std::move(comm)).first;
+  }
+  PendingComm& comm = it->second;
+
+  if (request.nranks != comm.nranks) {
+    Status mismatch = invalidArgument(
+        commName(key) + ": nranks mismatch: node " + request.node.toString() + " (ranks " +
+        rankList(request.ranks) + ") says " + std::to_string(request.nranks) +
+        ", the joins before it say " + std::to_string(comm.nranks));
+    spdlog::warn("peer bootstrap: {}", mismatch.message());
+    reject(mismatch);
+    return failCommLocked(key, mismatch, out);
+  }
+
+  // Checks first, changes after: a refused join leaves the communicator as it was.
+  auto sameNode =
+      std::find_if(comm.participants.begin(), comm.participants.end(),
+                   [&](const Participant& p) { return p.request.node == request.node; });
+  if (sameNode != comm.participants.end()) {
+    if (sameNode->request.ranks != request.ranks) {
+      return reject(invalidArgument(commName(key) + ": node " + request.node.toString() +
+                                    " already joined with ranks " +
+                                    rankList(sameNode->request.ranks)));
+    }
+    // A retry: it holds exactly the ranks of the join it replaces, so no rank can be a duplicate.
+    out.emplace_back(std::move(sameNode->done),
+                     unavailable(commName(key) + ": superseded by a newer join from node " +
+                                 request.node.toString()));
+    removeParticipantLocked(comm, static_cast<size_t>(sameNode - comm.participants.begin()));
+  } else {
+    for (uint32_t rank : request.ranks) {
+      if (!comm.joined[rank]) continue;
+      const auto holder = std::find_if(
+          comm.participants.begin(), comm.participants.end(), [&](const Participant& p) {
+            return std::find(p.request.ranks.begin(), p.request.ranks.end(), rank) !=
+                   p.request.ranks.end();
+          });
+      return reject(invalidArgument(commName(key) + ": duplicate rank " + std::to_string(rank) +
+                                    ": already joined from node " +
+                                    holder->request.node.toString()));
+    }
+  }
+
+  auto timeout = request.timeout.count() == 0 ? options_.defaultTimeout
+                                              : std::min(request.timeout, options_.maxTimeout);
+  const Clock::time_point deadline = now + timeout;
+  const bool earlier = deadline < comm.deadline;
+  comm.deadline = std::min(comm.deadline, deadline);
+  for (uint32_t rank : request.ranks) comm.joined[rank] = true;
+  comm.joinedCount += request.ranks.size();
+  comm.participants.push_back({ticket, std::move(request), std::move(done)});
+
+  if (comm.joinedCount == comm.nranks) return formCommLocked(key, out);
+  if (earlier) timerWake_.notify_one();
+}
+
+Status JoinRegistry::lateJoinStatusLocked(const CommKey& key, Clock::time_point now) {
+  auto it = tombstones_.find(key);
+  if (it == tombstones_.end()) return okStatus();
+  if (it->second.expiry <= now) {
+    tombstones_.erase(it);
+    return okStatus();
+  }
+  const Status& failure = it->second.failure;
+  if (failure.isOk()) {
+    return invalidArgument(commName(key) +
+                           " has already formed with all its ranks; this join is late or reuses "
+                           "the unique id");
+  }
+  return {failure.code(), "this communicator already failed: " + failure.message()};
+}
+
+void JoinRegistry::removeParticipantLocked(PendingComm& comm, size_t index) {
+  for (uint32_t rank : comm.participants[index].request.ranks) comm.joined[rank] = false;
+  comm.joinedCount -= comm.participants[index].request.ranks.size();
+  comm.participants.erase(comm.participants.begin() + static_cast<ptrdiff_t>(index));
+}
+
+void JoinRegistry::failCommLocked(CommKey key, const Status& failure, Settlements& out) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;
+  for (Participant& p : it->second.participants) out.emplace_back(std::move(p.done), failure);
+  pending_.erase(it);
+  rememberLocked(key, failure, Clock::now());
+}
+
+void JoinRegistry::formCommLocked(CommKey key, Settlements& out) {
+  auto it = pending_.find(key);
+  PendingComm& comm = it->second;
+  std::vector<const JoinRequest*> joins;
+  for (const Participant& p : comm.participants) joins.push_back(&p.request);
+  RankTable table = buildRankTable(comm.nranks, joins);
+  spdlog::info("peer bootstrap: {} formed: {} ranks on {} nodes", commName(key), comm.nranks,
+               table.nodes.size());
+  for (Participant& p : comm.participants) out.emplace_back(std::move(p.done), table);
+  pending_.erase(it);
+  rememberLocked(key, okStatus(), Clock::now());
+}
+
+void JoinRegistry::rememberLocked(const CommKey& key, Status failure, Clock::time_point now) {
+  if (tombstones_.size() >= options_.maxTombstones) {
+    std::erase_if(tombstones_, [&](const auto& entry) { return entry.second.expiry <= now; });
+  }
+  if (tombstones_.size() >= options_.maxTombstones) {
+    auto oldest = std::min_element(tombstones_.begin(), tombstones_.end(), [](auto& a, auto& b) {
+      return a.second.expiry < b.second.expiry;
+    });
+    tombstones_.erase(oldest);
+  }
+  tombstones_[key] = {std::move(failure), now + options_.tombstoneTtl};
+}
+
+bool JoinRegistry::withdraw(const CommKey& key, JoinTicket ticket) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pending_.find(key);
+    if (it == pending_.end()) return false;
+    auto& participants = it->second.participants;
+    auto p = std::find_if(participants.begin(), participants.end(),
+                          [&](const Participant& q) { return q.ticket == ticket; });
+    if (p == participants.end()) return false;
+    removeParticipantLocked(it->second, static_cast<size_t>(p - participants.begin()));
+    // The deadline stays as it was: it is still a promise made to the remaining joiners.
+    if (participants.empty()) pending_.erase(it);
+  }
+  changed_.notify_all();
+  return true;
+}
+
+void JoinRegistry::shutdown() {
+  Settlements settlements;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    const Status failure = unavailable("the root daemon is shutting down");
+    while (!pending_.empty()) failCommLocked(pending_.begin()->first, failure, settlements);
+  }
+  timerWake_.notify_all();
+  changed_.notify_all();
+  settle(settlements);
+  std::call_once(timerJoined_, [this] { timer_.join(); });
+}
+
+Status JoinRegistry::deadlineFailure(const CommKey& key, const PendingComm& comm,
+                                     Clock::time_point now) {
+  std::vector<uint32_t> missing;
+  for (uint32_t rank = 0; rank < comm.nranks; ++rank) {
+    if (!comm.joined[rank]) missing.push_back(rank);
+  }
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - comm.opened);
+  return {Code::Timeout,
+          commName(key) + ": deadline exceeded after " + std::to_string(waited.count()) +
+              " ms waiting for ranks " + rankList(missing) + " (ranks joined: " +
+              std::to_string(comm.joinedCount) + " of " + std::to_string(comm.nranks) +
+              "; nodes joined: " + std::to_string(comm.participants.size()) + ")"};
+}
+
+void JoinRegistry::timerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    const Clock::time_point now = Clock::now();
+    std::vector<CommKey> expired;
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& [key, comm] : pending_) {
+      if (comm.deadline <= now) {
+        expired.push_back(key);
+      } else {
+        next = std::min(next, comm.deadline);
+      }
+    }
+    if (!expired.empty()) {
+      Settlements settlements;
+      for (const CommKey& key : expired) {
+        Status failure = deadlineFailure(key, pending_.at(key), now);
+        spdlog::warn("peer bootstrap: {}", failure.message());
+        failCommLocked(key, failure, settlements);
+      }
+      lock.unlock();
+      changed_.notify_all();
+      settle(settlements);
+      lock.lock();
+      continue;
+    }
+    // Sleeps until the next deadline; add() wakes it when a join brings an earlier one.
+    if (next == Clock::time_point::max()) {
+      timerWake_.wait(lock);
+    } else {
+      timerWake_.wait_until(lock, next);
+    }
+  }
+}
+
+void JoinRegistry::settle(Settlements& settlements) {
+  for (auto& [done, result] : settlements) done(std::move(result));
+  settlements.clear();
+}
+
+std::vector<uint32_t> JoinRegistry::joinedRanks(const CommKey& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<uint32_t> ranks;
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return ranks;
+  for (uint32_t rank = 0; rank < it->second.nranks; ++rank) {
+    if (it->second.joined[rank]) ranks.push_back(rank);
+  }
+  return ranks;
+}
+
+bool JoinRegistry::waitForJoinedCount(const CommKey& key, size_t count,
+                                      std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] {
+    auto it = pending_.find(key);
+    return (it == pending_.end() ? 0 : it->second.joinedCount) == count;
+  });
+}
+
+}  // namespace hc::control

@@ -1,0 +1,118 @@
+// JoinRegistry: the root daemon's pending joins, per communicator key. Knows nothing of gRPC: a
+// join is a JoinRequest plus a completion callback, so a pending join costs memory, not a thread.
+//
+// Rules, decided here and nowhere else:
+// - The first join of a key opens the communicator. When the last of its nranks ranks joins,
+//   every joiner gets the same RankTable, at once.
+// - Deadline: each join brings a timeout (zero: the registry's default, 120 s); the communicator
+//   fails at the earliest of its joiners' deadlines, with Timeout naming the missing ranks, for
+//   every joiner. One timer thread sleeps until the next deadline.
+// - A join whose nranks differs from the pending ones fails the whole communicator
+//   (InvalidArgument, everyone). A rank that has already joined fails only the new join
+//   (InvalidArgument naming the rank). A node that joins again with exactly the same ranks
+//   replaces its earlier join (a retry after a lost reply): the earlier one gets Unavailable. A
+//   node that joins again with other ranks fails (one join per node per communicator).
+// - Keys the root has finished with (formed or failed) are remembered for tombstoneTtl: a late
+//   join of a failed communicator gets that failure at once rather than opening a new one that
+//   would wait a full deadline; a late join of a formed communicator gets InvalidArgument. After
+//   that, a key is unknown again and a join opens a new communicator: keys are 128-bit random,
+//   so this happens only when a job reuses a unique id.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "daemon/control/peer_types.h"
+
+namespace hc::control {
+
+struct JoinRegistryOptions {
+  std::chrono::milliseconds defaultTimeout{120'000};
+  std::chrono::milliseconds maxTimeout{24 * 3600 * 1000};
+  std::chrono::milliseconds tombstoneTtl{10 * 60 * 1000};
+  size_t maxPendingComms = 1024;
+  size_t maxTombstones = 4096;
+};
+
+// Runs exactly once per join, on the thread that settles it: the caller of add() or withdraw()
+// that completes or fails the communicator, the timer thread, or shutdown(). Must not block and
+// must not call back into the registry.
+using JoinDone = std::function<void(Result<RankTable>)>;
+using JoinTicket = uint64_t;
+
+class JoinRegistry {
+ public:
+  explicit JoinRegistry(JoinRegistryOptions options = {});
+  ~JoinRegistry();  // shutdown()
+  JoinRegistry(const JoinRegistry&) = delete;
+  JoinRegistry& operator=(const JoinRegistry&) = delete;
+
+  // Names a join before add(), so its owner can withdraw it even while add() runs elsewhere.
+  JoinTicket newTicket();
+  // Adds a join that passed validateJoin(). `done` may run before add() returns.
+  void add(JoinTicket ticket, JoinRequest request, JoinDone done);
+  // Removes a still-pending join whose caller went away. True if it was pending: then `done`
+  // will never run and the caller settles the join itself.
+  bool withdraw(const CommKey& key, JoinTicket ticket);
+  // Fails every pending join with Unavailable and every later add() too. Idempotent.
+  void shutdown();
+
+  // For tools and tests: the ranks that have joined the pending communicator `key` (empty if
+  // none is pending), and a wait until exactly `count` have.
+  std::vector<uint32_t> joinedRanks(const CommKey& key) const;
+  bool waitForJoinedCount(const CommKey& key, size_t count,
+                          std::chrono::milliseconds timeout) const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Participant {
+    JoinTicket ticket;
+    JoinRequest request;
+    JoinDone done;
+  };
+  struct PendingComm {
+    uint32_t nranks = 0;
+    std::vector<Participant> participants;
+    std::vector<bool> joined;  // by rank
+    size_t joinedCount = 0;
+    Clock::time_point opened;
+    Clock::time_point deadline;
+  };
+  struct Tombstone {
+    Status failure;  // Ok: the communicator formed
+    Clock::time_point expiry;
+  };
+  // Callbacks to run once the lock is released.
+  using Settlements = std::vector<std::pair<JoinDone, Result<RankTable>>>;
+
+  void addLocked(JoinTicket ticket, JoinRequest request, JoinDone done, Settlements& out);
+  Status lateJoinStatusLocked(const CommKey& key, Clock::time_point now);
+  // `key` by value: callers may pass a reference into the node this erases.
+  void failCommLocked(CommKey key, const Status& failure, Settlements& out);
+  void formCommLocked(CommKey key, Settlements& out);
+  void removeParticipantLocked(PendingComm& comm, size_t index);
+  void rememberLocked(const CommKey& key, Status failure, Clock::time_point now);
+  static Status deadlineFailure(const CommKey& key, const PendingComm& comm, Clock::time_point now);
+  static void settle(Settlements& settlements);
+  void timerLoop();
+
+  const JoinRegistryOptions options_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;  // membership changed (for waitForJoinedCount)
+  std::condition_variable timerWake_;        // a deadline moved earlier, or shutdown
+  bool stopping_ = false;
+  JoinTicket nextTicket_ = 1;
+  std::map<CommKey, PendingComm> pending_;
+  std::map<CommKey, Tombstone> tombstones_;
+  std::once_flag timerJoined_;
+  std::thread timer_;
+};
+
+}  // namespace hc::control

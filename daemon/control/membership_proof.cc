@@ -1,0 +1,157 @@
+#include "daemon/control/membership_proof.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+namespace hc::control {
+namespace {
+
+constexpr char kJoinLabel[] = "hetero-comm/peer-join/v1";
+constexpr char kTableLabel[] = "hetero-comm/peer-table/v1";
+
+void appendU32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out += static_cast<char>(v >> (8 * i));
+}
+
+void appendBytes(std::string& out, std::string_view bytes) {
+  appendU32(out, static_cast<uint32_t>(bytes.size()));
+  out += bytes;
+}
+
+template <size_t N>
+void appendFixed(std::string& out, const std::array<uint8_t, N>& bytes) {
+  out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+void appendNode(std::string& out, const NodeIdentity& node, std::string_view transportAddress) {
+  appendBytes(out, node.hostname);
+  appendBytes(out, node.bootId);
+  appendBytes(out, node.instance);
+  appendBytes(out, transportAddress);
+}
+
+Proof hmacOf(const ClusterToken& token, const std::string& message) {
+  return hmacSha256(token.secret(),
+                    {reinterpret_cast<const uint8_t*>(message.data()), message.size()});
+}
+
+bool matches(const Proof& expected, std::span<const uint8_t> proof) {
+  // The length is public (always kProofBytes); only the content is compared in constant time.
+  if (proof.size() != expected.size()) return false;
+  return CRYPTO_memcmp(expected.data(), proof.data(), expected.size()) == 0;
+}
+
+}  // namespace
+
+Proof hmacSha256(std::span<const uint8_t> key, std::span<const uint8_t> message) {
+  Proof out{};
+  unsigned int length = 0;
+  // One-shot HMAC(): not deprecated in OpenSSL 3, unlike HMAC_CTX.
+  const uint8_t* ok = HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), message.data(),
+                           message.size(), out.data(), &length);
+  HC_CHECK(ok != nullptr && length == out.size());
+  return out;
+}
+
+Result<Nonce> randomNonce() {
+  Nonce nonce{};
+  if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
+    return internalError("RAND_bytes failed to make a nonce");
+  }
+  return nonce;
+}
+
+std::string joinProofMessage(const Nonce& rootNonce, const Nonce& joinerNonce,
+                             const JoinRequest& join) {
+  std::string m(kJoinLabel, sizeof(kJoinLabel));  // includes the terminating 0
+  appendFixed(m, rootNonce);
+  appendFixed(m, joinerNonce);
+  appendFixed(m, join.key);
+  appendU32(m, join.nranks);
+  appendU32(m, static_cast<uint32_t>(join.timeout.count()));
+  appendU32(m, static_cast<uint32_t>(join.ranks.size()));
+  for (uint32_t rank : join.ranks) appendU32(m, rank);
+  appendNode(m, join.node, join.transportAddress);
+  return m;
+}
+
+Proof computeJoinProof(const ClusterToken& token, const Nonce& rootNonce, const Nonce& joinerNonce,
+                       const JoinRequest& join) {
+  return hmacOf(token, joinProofMessage(rootNonce, joinerNonce, join));
+}
+
+bool verifyJoinProof(const ClusterToken& token, const Nonce& rootNonce, const Nonce& joinerNonce,
+                     const JoinRequest& join, std::span<const uint8_t> proof) {
+  return matches(computeJoinProof(token, rootNonce, joinerNonce, join), proof);
+}
+
+std::string tableProofMessage(const Nonce& joinerNonce, const CommKey& key,
+                              const RankTable& table) {
+  std::string m(kTableLabel, sizeof(kTableLabel));
+  appendFixed(m, joinerNonce);
+  appendFixed(m, key);
+  appendU32(m, table.nranks);
+  // The placements actually sent, however many: a receiver checks their count separately.
+  appendU32(m, static_cast<uint32_t>(table.ranks.size()));
+  for (const RankPlacement& p : table.ranks) {
+    appendU32(m, p.node);
+    appendU32(m, p.localRank);
+  }
+  appendU32(m, static_cast<uint32_t>(table.nodes.size()));
+  for (const NodeEntry& node : table.nodes) {
+    appendNode(m, node.identity, node.transportAddress);
+    appendU32(m, static_cast<uint32_t>(node.ranks.size()));
+    for (uint32_t rank : node.ranks) appendU32(m, rank);
+  }
+  return m;
+}
+
+Proof computeTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
+                        const RankTable& table) {
+  return hmacOf(token, tableProofMessage(joinerNonce, key, table));
+}
+
+bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
+                      const RankTable& table, std::span<const uint8_t> proof) {
+  return matches(computeTableProof(token, joinerNonce, key, table), proof);
+}
+
+NonceBook::NonceBook(std::chrono::milliseconds ttl, size_t capacity,
+                     std::function<Clock::time_point()> now)
+    : ttl_(ttl), capacity_(capacity), now_(std::move(now)) {}
+
+void NonceBook::dropExpiredLocked(Clock::time_point now) {
+  while (!byExpiry_.empty() && byExpiry_.front().second <= now) {
+    live_.erase(byExpiry_.front().first);  // no-op when already redeemed
+    byExpiry_.pop_front();
+  }
+}
+
+Result<Nonce> NonceBook::issue() {
+  Result<Nonce> fresh = randomNonce();
+  if (!fresh.isOk()) return fresh;
+  const Nonce& nonce = fresh.value();
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Clock::time_point now = now_();
+  dropExpiredLocked(now);
+  // Counts redeemed nonces until they expire too: the bound holds whatever the call pattern.
+  if (byExpiry_.size() >= capacity_) {
+    return Status(Code::NoResource, "too many outstanding challenges; retry shortly");
+  }
+  std::string key(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  live_.emplace(key, now + ttl_);
+  byExpiry_.emplace_back(std::move(key), now + ttl_);
+  return nonce;
+}
+
+bool NonceBook::redeem(std::span<const uint8_t> nonce) {
+  if (nonce.size() != kNonceBytes) return false;
+  std::string key(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  std::lock_guard<std::mutex> lock(mutex_);
+  dropExpiredLocked(now_());
+  return live_.erase(key) == 1;
+}
+
+}  // namespace hc::control

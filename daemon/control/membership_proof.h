@@ -1,0 +1,84 @@
+// Membership proofs, both ways, without sending the cluster token. A joiner proves it holds the
+// token to the root, and the root proves it to the joiner in its answer:
+//   join proof  = HMAC-SHA256(token, joinProofMessage(rootNonce, joinerNonce, join))
+//   table proof = HMAC-SHA256(token, tableProofMessage(joinerNonce, key, table))
+// rootNonce comes from the root's Challenge (single use, short-lived), so a join proof is good
+// for one join, once; joinerNonce is the joiner's own, fresh per join, so a table proof answers
+// that join only. Each message binds every field its receiver acts on:
+//   join:  "hetero-comm/peer-join/v1" 0x00 | rootNonce (32) | joinerNonce (32) | key (16)
+//          | u32 nranks | u32 timeout_ms | u32 count | count x u32 rank
+//          | hostname, boot id, instance, transport address (each u32 length | bytes)
+//   table: "hetero-comm/peer-table/v1" 0x00 | joinerNonce (32) | key (16) | u32 nranks
+//          | nranks x (u32 node | u32 local rank) | u32 node count | per node: hostname, boot id,
+//          instance, transport address (each u32 length | bytes), u32 count | count x u32 rank
+// Integers are little-endian. SHA-256 and HMAC come from OpenSSL's libcrypto, which gRPC links.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "common/status.h"
+#include "daemon/control/cluster_token.h"
+#include "daemon/control/peer_types.h"
+
+namespace hc::control {
+
+constexpr size_t kNonceBytes = 32;
+constexpr size_t kProofBytes = 32;
+using Nonce = std::array<uint8_t, kNonceBytes>;
+using Proof = std::array<uint8_t, kProofBytes>;
+
+Proof hmacSha256(std::span<const uint8_t> key, std::span<const uint8_t> message);
+// 32 bytes from OpenSSL's CSPRNG.
+[[nodiscard]] Result<Nonce> randomNonce();
+
+std::string joinProofMessage(const Nonce& rootNonce, const Nonce& joinerNonce,
+                             const JoinRequest& join);
+Proof computeJoinProof(const ClusterToken& token, const Nonce& rootNonce, const Nonce& joinerNonce,
+                       const JoinRequest& join);
+// Constant-time in the proof's content: a mismatch reveals nothing about where it differs.
+bool verifyJoinProof(const ClusterToken& token, const Nonce& rootNonce, const Nonce& joinerNonce,
+                     const JoinRequest& join, std::span<const uint8_t> proof);
+
+std::string tableProofMessage(const Nonce& joinerNonce, const CommKey& key, const RankTable& table);
+Proof computeTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
+                        const RankTable& table);
+bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
+                      const RankTable& table, std::span<const uint8_t> proof);
+
+// The root's outstanding nonces. Each is accepted once, within its time to live. Thread-safe.
+class NonceBook {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // `now` is injectable for tests.
+  NonceBook(std::chrono::milliseconds ttl, size_t capacity,
+            std::function<Clock::time_point()> now = Clock::now);
+
+  // A fresh random nonce, or NoResource when `capacity` nonces are outstanding (Challenge needs
+  // no proof, so its memory must be bounded).
+  [[nodiscard]] Result<Nonce> issue();
+  // True exactly once for a nonce issue() returned, if it has not expired. Redeeming consumes it
+  // whatever the proof turns out to be, so one nonce allows one guess.
+  bool redeem(std::span<const uint8_t> nonce);
+
+  std::chrono::milliseconds ttl() const { return ttl_; }
+
+ private:
+  void dropExpiredLocked(Clock::time_point now);
+
+  const std::chrono::milliseconds ttl_;
+  const size_t capacity_;
+  const std::function<Clock::time_point()> now_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, Clock::time_point> live_;         // nonce bytes -> expiry
+  std::deque<std::pair<std::string, Clock::time_point>> byExpiry_;  // issue order = expiry order
+};
+
+}  // namespace hc::control

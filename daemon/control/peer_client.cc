@@ -1,0 +1,249 @@
+#include "daemon/control/peer_client.h"
+
+#include <condition_variable>
+#include <future>
+#include <unordered_map>
+
+#include "daemon/control/grpc_status.h"
+#include "daemon/control/membership_proof.h"
+#include "daemon/control/peer_convert.h"
+#include "daemon/control/unique_id.h"
+#include "hetero_comm/v1/peer.grpc.pb.h"
+
+namespace hc::control {
+namespace detail {
+
+// The joins of one PeerClient that gRPC may still be holding.
+struct JoinsInFlight {
+  std::mutex mutex;
+  std::condition_variable drained;
+  uint64_t nextId = 1;
+  std::unordered_map<uint64_t, std::weak_ptr<JoinCall>> calls;  // started, not yet destroyed
+  size_t alive = 0;  // JoinCall objects not yet fully destroyed
+};
+
+}  // namespace detail
+
+namespace {
+
+using Clock = PeerClient::Clock;
+using detail::JoinCall;
+using detail::JoinsInFlight;
+
+constexpr int kMaxRankTableBytes = 256 << 20;
+
+// gRPC deadlines are wall-clock; ours are steady. Far deadlines (time_point::max() included)
+// are clamped to a year before `extra` is added, which keeps the arithmetic clear of overflow.
+std::chrono::system_clock::time_point toWallClock(Clock::time_point deadline,
+                                                  Clock::duration extra = {}) {
+  const auto now = Clock::now();
+  const auto remaining =
+      deadline <= now ? Clock::duration::zero()
+                      : std::min<Clock::duration>(deadline - now, std::chrono::hours(24 * 365));
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(remaining + extra);
+}
+
+// Counts a JoinCall as alive until its last member is gone: declared first, destroyed last,
+// after the contexts and the stub have dropped their channel references.
+class AliveMark {
+ public:
+  explicit AliveMark(std::shared_ptr<JoinsInFlight> inFlight) : inFlight_(std::move(inFlight)) {
+    std::lock_guard<std::mutex> lock(inFlight_->mutex);
+    ++inFlight_->alive;
+  }
+  ~AliveMark() {
+    std::lock_guard<std::mutex> lock(inFlight_->mutex);
+    if (--inFlight_->alive == 0) inFlight_->drained.notify_all();
+  }
+
+ private:
+  const std::shared_ptr<JoinsInFlight> inFlight_;
+};
+
+}  // namespace
+
+namespace detail {
+
+// One join under way: Challenge, then Join. Owns every object gRPC borrows during the calls and
+// keeps itself alive through the callbacks it hands gRPC.
+class JoinCall : public std::enable_shared_from_this<JoinCall> {
+ public:
+  JoinCall(std::shared_ptr<JoinsInFlight> inFlight, std::shared_ptr<const ClusterToken> token,
+           std::shared_ptr<grpc::Channel> channel, std::string root, JoinRequest request,
+           Clock::time_point deadline, const PeerClientOptions& options, JoinCallback done)
+      : alive_(inFlight),
+        inFlight_(std::move(inFlight)),
+        token_(std::move(token)),
+        stub_(hetero_comm::v1::Peer::NewStub(channel)),
+        root_(std::move(root)),
+        request_(std::move(request)),
+        deadline_(deadline),
+        options_(options),
+        done_(std::move(done)) {}
+
+  ~JoinCall() {
+    std::lock_guard<std::mutex> lock(inFlight_->mutex);
+    inFlight_->calls.erase(id_);
+  }
+
+  // Makes the call reachable by cancel(), then starts it.
+  void start() {
+    {
+      std::lock_guard<std::mutex> lock(inFlight_->mutex);
+      id_ = inFlight_->nextId++;
+      inFlight_->calls.emplace(id_, weak_from_this());
+    }
+    Result<Nonce> joinerNonce = randomNonce();
+    if (!joinerNonce.isOk()) return finish(joinerNonce.status());
+    joinerNonce_ = joinerNonce.value();
+    challengeContext_.set_deadline(toWallClock(deadline_));
+    challengeContext_.set_wait_for_ready(options_.waitForRoot);
+    stub_->async()->Challenge(
+        &challengeContext_, &challengeRequest_, &challengeResponse_,
+        [self = shared_from_this()](grpc::Status s) { self->onChallenge(s); });
+  }
+
+  // Any thread but a gRPC callback; the callback still runs, with CANCELLED.
+  void cancel() {
+    challengeContext_.TryCancel();
+    joinContext_.TryCancel();
+  }
+
+ private:
+  void onChallenge(const grpc::Status& status) {
+    if (!status.ok()) return finish(fromGrpcStatus(status, "Peer.Challenge at " + root_));
+    Result<Nonce> rootNonce = nonceOf(challengeResponse_.nonce(), "nonce");
+    if (!rootNonce.isOk()) {
+      return finish(Status(Code::RemoteError,
+                           "Peer.Challenge at " + root_ + ": " + rootNonce.status().message()));
+    }
+    const auto remaining = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now());
+    if (remaining.count() <= 0) {
+      return finish(Status(Code::Timeout, "join at " + root_ + ": deadline passed before Join"));
+    }
+    request_.timeout = std::min(remaining, std::chrono::milliseconds(UINT32_MAX));
+    const Proof proof = computeJoinProof(*token_, rootNonce.value(), joinerNonce_, request_);
+    toProto(request_, rootNonce.value(), joinerNonce_, proof, &joinRequest_);
+    joinContext_.set_deadline(toWallClock(deadline_, options_.replyGrace));
+    stub_->async()->Join(&joinContext_, &joinRequest_, &joinResponse_,
+                         [self = shared_from_this()](grpc::Status s) { self->onJoin(s); });
+  }
+
+  void onJoin(const grpc::Status& status) {
+    if (!status.ok()) return finish(fromGrpcStatus(status, "Peer.Join at " + root_));
+    Result<RankTable> table = fromProto(joinResponse_.table());
+    if (!table.isOk()) {
+      return finish(
+          Status(Code::RemoteError, "Peer.Join at " + root_ + ": " + table.status().message()));
+    }
+    if (!verifyTableProof(*token_, joinerNonce_, request_.key, table.value(),
+                          bytesOf(joinResponse_.table_proof()))) {
+      return finish(Status(Code::PermissionDenied,
+                           "Peer.Join at " + root_ +
+                               ": the root's answer does not carry a valid proof of the cluster "
+                               "token; refusing its rank table"));
+    }
+    if (table->nranks != request_.nranks) {
+      return finish(Status(Code::RemoteError, "Peer.Join at " + root_ + ": rank table for " +
+                                                  std::to_string(table->nranks) + " ranks, not " +
+                                                  std::to_string(request_.nranks)));
+    }
+    finish(std::move(table));
+  }
+
+  void finish(Result<RankTable> result) {
+    JoinCallback done = std::move(done_);
+    done(std::move(result));
+  }
+
+  AliveMark alive_;  // first: outlives every other member
+  const std::shared_ptr<JoinsInFlight> inFlight_;
+  uint64_t id_ = 0;
+  const std::shared_ptr<const ClusterToken> token_;
+  const std::unique_ptr<hetero_comm::v1::Peer::Stub> stub_;
+  const std::string root_;
+  JoinRequest request_;
+  Nonce joinerNonce_{};
+  const Clock::time_point deadline_;
+  const PeerClientOptions options_;
+  JoinCallback done_;
+  grpc::ClientContext challengeContext_;
+  hetero_comm::v1::ChallengeRequest challengeRequest_;
+  hetero_comm::v1::ChallengeResponse challengeResponse_;
+  grpc::ClientContext joinContext_;
+  hetero_comm::v1::JoinRequest joinRequest_;
+  hetero_comm::v1::JoinResponse joinResponse_;
+};
+
+}  // namespace detail
+
+Result<std::unique_ptr<PeerClient>> PeerClient::create(const PeerClientOptions& options) {
+  if (options.tokenPath.empty()) return invalidArgument("joining peers needs a token file");
+  Result<ClusterToken> token = ClusterToken::load(options.tokenPath);
+  if (!token.isOk()) return token.status();
+  return std::unique_ptr<PeerClient>(new PeerClient(std::move(token).value(), options));
+}
+
+PeerClient::PeerClient(ClusterToken token, const PeerClientOptions& options)
+    : token_(std::make_shared<const ClusterToken>(std::move(token))),
+      options_(options),
+      inFlight_(std::make_shared<JoinsInFlight>()) {}
+
+PeerClient::~PeerClient() {
+  std::vector<std::shared_ptr<JoinCall>> calls;
+  {
+    std::lock_guard<std::mutex> lock(inFlight_->mutex);
+    for (auto& [id, weak] : inFlight_->calls) {
+      if (auto call = weak.lock()) calls.push_back(std::move(call));
+    }
+  }
+  // Outside the lock: a cancelled call's callback may run, and its destructor takes the lock.
+  for (const auto& call : calls) call->cancel();
+  calls.clear();
+  std::unique_lock<std::mutex> lock(inFlight_->mutex);
+  inFlight_->drained.wait(lock, [&] { return inFlight_->alive == 0; });
+  // Only now may channels_ drop what may be the channels' last references: on this thread.
+}
+
+// One channel per root ever joined, kept for reuse: a daemon meets few roots, and an idle channel
+// costs a little memory, no connection.
+std::shared_ptr<grpc::Channel> PeerClient::channelFor(const std::string& rootAddress) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_ptr<grpc::Channel>& channel = channels_[rootAddress];
+  if (!channel) {
+    grpc::ChannelArguments arguments;
+    // A rank table lists every node's transport address: past gRPC's 4 MiB default at a few
+    // thousand nodes.
+    arguments.SetMaxReceiveMessageSize(kMaxRankTableBytes);
+    // Plaintext until mTLS lands (peer_server.h: PeerTlsOptions); the HMAC proofs authenticate
+    // joiner and root to each other meanwhile.
+    channel = grpc::CreateCustomChannel(rootAddress, grpc::InsecureChannelCredentials(), arguments);
+  }
+  return channel;
+}
+
+void PeerClient::joinAsync(const std::string& rootAddress, JoinRequest request,
+                           Clock::time_point deadline, JoinCallback done) {
+  // Checked here so that a bad request fails at once, not at the root after a round trip.
+  Status valid = validatePeerAddress(rootAddress);
+  if (valid.isOk()) {
+    request.timeout = std::chrono::milliseconds(1);  // any in range: the real one is set later
+    valid = validateJoin(request);
+  }
+  if (!valid.isOk()) return done(std::move(valid));
+  auto call = std::make_shared<JoinCall>(inFlight_, token_, channelFor(rootAddress), rootAddress,
+                                         std::move(request), deadline, options_, std::move(done));
+  call->start();
+}
+
+Result<RankTable> PeerClient::join(const std::string& rootAddress, const JoinRequest& request,
+                                   Clock::time_point deadline) {
+  auto promise = std::make_shared<std::promise<Result<RankTable>>>();
+  std::future<Result<RankTable>> result = promise->get_future();
+  joinAsync(rootAddress, request, deadline,
+            [promise](Result<RankTable> r) { promise->set_value(std::move(r)); });
+  return result.get();
+}
+
+}  // namespace hc::control

@@ -1,0 +1,50 @@
+#include "daemon/control/peer_server.h"
+
+#include <spdlog/spdlog.h>
+
+namespace hc::control {
+
+Result<std::unique_ptr<PeerServer>> PeerServer::start(const PeerServerOptions& options) {
+  if (options.tls.enabled()) {
+    return invalidArgument("mTLS on the Peer listener is not supported yet");
+  }
+  if (options.tokenPath.empty()) return invalidArgument("the Peer listener needs a token file");
+  Result<ClusterToken> token = ClusterToken::load(options.tokenPath);
+  if (!token.isOk()) return token.status();
+
+  std::unique_ptr<PeerServer> server(new PeerServer());
+  JoinRegistryOptions registryOptions;
+  registryOptions.defaultTimeout = options.defaultJoinTimeout;
+  server->registry_ = std::make_unique<JoinRegistry>(registryOptions);
+  server->nonces_ = std::make_unique<NonceBook>(options.nonceTtl, options.maxOutstandingNonces);
+  server->service_ =
+      std::make_unique<PeerService>(std::move(token).value(), *server->nonces_, *server->registry_);
+
+  grpc::ServerBuilder builder;
+  // gRPC turns SO_REUSEPORT on by default: two daemons could then share a port silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(options.bindAddress, grpc::InsecureServerCredentials(), &server->port_);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    server->server_.reset();
+    return unavailable("cannot listen for peers on " + options.bindAddress);
+  }
+  spdlog::info("peer listener on {} (port {})", options.bindAddress, server->port_);
+  return server;
+}
+
+PeerServer::~PeerServer() { shutdown(); }
+
+void PeerServer::shutdown() {
+  // Pending joins first: grpc::Server::Shutdown waits for every RPC under way, and a pending
+  // join would otherwise keep it waiting until its deadline.
+  if (registry_) registry_->shutdown();
+  if (server_) {
+    server_->Shutdown();
+    server_->Wait();
+    server_.reset();
+  }
+}
+
+}  // namespace hc::control

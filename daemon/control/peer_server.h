@@ -1,0 +1,68 @@
+// PeerServer: the Peer listener of a daemon, on its own address and port (apart from the control
+// listener), serving PeerService for the communicators this daemon is root of.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "daemon/control/join_registry.h"
+#include "daemon/control/membership_proof.h"
+#include "daemon/control/peer_service.h"
+
+namespace hc::control {
+
+// Room for mTLS on the Peer listener. Not supported yet: start() refuses options that set it.
+struct PeerTlsOptions {
+  std::string certificatePath;  // PEM chain this daemon presents
+  std::string privateKeyPath;   // its key, mode 0600
+  std::string trustedCaPath;    // CA that signs every daemon of the cluster
+
+  bool enabled() const {
+    return !certificatePath.empty() || !privateKeyPath.empty() || !trustedCaPath.empty();
+  }
+};
+
+struct PeerServerOptions {
+  // The interface and port to listen on, "host:port"; port 0 picks a free one (see port()).
+  std::string bindAddress = "127.0.0.1:0";
+  // The cluster token file: mode 0600 (cluster_token.h).
+  std::string tokenPath;
+  // Used by joins that bring no timeout of their own.
+  std::chrono::milliseconds defaultJoinTimeout{120'000};
+  std::chrono::milliseconds nonceTtl{10'000};
+  size_t maxOutstandingNonces = 65'536;
+  PeerTlsOptions tls;
+};
+
+class PeerServer {
+ public:
+  // Reads the token, binds, and starts serving. PermissionDenied for an unsafe token file;
+  // Unavailable when the address cannot be bound.
+  [[nodiscard]] static Result<std::unique_ptr<PeerServer>> start(const PeerServerOptions& options);
+  ~PeerServer();  // shutdown()
+
+  // The port actually bound (useful with port 0).
+  int port() const { return port_; }
+  // Fails every pending join with Unavailable, then stops the listener and waits for the RPCs
+  // under way. Idempotent; any thread but a gRPC callback.
+  void shutdown();
+
+  // For tools and tests: pending joins at this root.
+  const JoinRegistry& registry() const { return *registry_; }
+
+ private:
+  PeerServer() = default;
+
+  // Destroyed in reverse: the server first, then what its reactors borrow.
+  std::unique_ptr<JoinRegistry> registry_;
+  std::unique_ptr<NonceBook> nonces_;
+  std::unique_ptr<PeerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace hc::control

@@ -1,0 +1,110 @@
+#include "daemon/control/peer_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/control/grpc_status.h"
+#include "daemon/control/peer_convert.h"
+
+namespace hc::control {
+namespace {
+
+// One pending Join. Settled exactly once: by the registry's callback, or by OnCancel when
+// withdraw() took it back first; gRPC then calls OnDone, which frees it.
+class JoinReactor final : public grpc::ServerUnaryReactor {
+ public:
+  JoinReactor(JoinRegistry& registry, const ClusterToken& token, const CommKey& key,
+              const Nonce& joinerNonce, hetero_comm::v1::JoinResponse* response)
+      : registry_(registry),
+        token_(token),
+        key_(key),
+        joinerNonce_(joinerNonce),
+        ticket_(registry.newTicket()),
+        response_(response) {}
+
+  JoinTicket ticket() const { return ticket_; }
+
+  void complete(const Result<RankTable>& result) {
+    if (result.isOk()) {
+      toProto(result.value(), response_->mutable_table());
+      Proof proof = computeTableProof(token_, joinerNonce_, key_, result.value());
+      response_->set_table_proof(proof.data(), proof.size());
+    }
+    Finish(toGrpcStatus(result.status()));  // `this` may be gone from here on
+  }
+
+  // grpc::ServerUnaryReactor
+  void OnCancel() override {
+    if (registry_.withdraw(key_, ticket_)) {
+      Finish({grpc::StatusCode::CANCELLED, "the joiner cancelled the join"});
+    }
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  JoinRegistry& registry_;
+  const ClusterToken& token_;  // the service's, which outlives every reactor
+  const CommKey key_;
+  const Nonce joinerNonce_;
+  const JoinTicket ticket_;
+  hetero_comm::v1::JoinResponse* const response_;  // owned by gRPC until OnDone
+};
+
+}  // namespace
+
+PeerService::PeerService(ClusterToken token, NonceBook& nonces, JoinRegistry& registry)
+    : token_(std::move(token)), nonces_(nonces), registry_(registry) {}
+
+grpc::ServerUnaryReactor* PeerService::Challenge(grpc::CallbackServerContext* context,
+                                                 const hetero_comm::v1::ChallengeRequest*,
+                                                 hetero_comm::v1::ChallengeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Result<Nonce> nonce = nonces_.issue();
+  if (nonce.isOk()) {
+    response->set_nonce(nonce->data(), nonce->size());
+    response->set_ttl_ms(static_cast<uint32_t>(nonces_.ttl().count()));
+  }
+  reactor->Finish(toGrpcStatus(nonce.status()));
+  return reactor;
+}
+
+Result<PeerService::Admitted> PeerService::admit(const hetero_comm::v1::JoinRequest& request,
+                                                 const std::string& peer) {
+  // Spend the nonce first, so that a wrong proof costs the guesser a new Challenge.
+  if (!nonces_.redeem(bytesOf(request.nonce()))) {
+    return Status(Code::PermissionDenied,
+                  "join refused: its nonce is unknown, expired or already used (call Challenge "
+                  "once per Join)");
+  }
+  Result<Nonce> rootNonce = nonceOf(request.nonce(), "nonce");
+  Result<Nonce> joinerNonce = nonceOf(request.joiner_nonce(), "joiner_nonce");
+  if (!joinerNonce.isOk()) return joinerNonce.status();
+  Result<JoinRequest> join = fromProto(request);
+  if (!join.isOk()) return join.status();
+  if (!verifyJoinProof(token_, rootNonce.value(), joinerNonce.value(), join.value(),
+                       bytesOf(request.proof()))) {
+    spdlog::warn("peer bootstrap: refused a join from {}: wrong membership proof", peer);
+    return Status(Code::PermissionDenied,
+                  "join refused: the membership proof does not match (the joining daemon's "
+                  "cluster token differs from the root's)");
+  }
+  HC_RETURN_IF_ERROR(validateJoin(join.value()));
+  return Admitted{std::move(join).value(), joinerNonce.value()};
+}
+
+grpc::ServerUnaryReactor* PeerService::Join(grpc::CallbackServerContext* context,
+                                            const hetero_comm::v1::JoinRequest* request,
+                                            hetero_comm::v1::JoinResponse* response) {
+  Result<Admitted> admitted = admit(*request, context->peer());
+  if (!admitted.isOk()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(toGrpcStatus(admitted.status()));
+    return reactor;
+  }
+  auto* reactor =
+      new JoinReactor(registry_, token_, admitted->join.key, admitted->joinerNonce, response);
+  registry_.add(reactor->ticket(), std::move(admitted->join),
+                [reactor](Result<RankTable> result) { reactor->complete(result); });
+  return reactor;
+}
+
+}  // namespace hc::control

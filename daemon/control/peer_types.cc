@@ -1,0 +1,139 @@
+#include "daemon/control/peer_types.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <fstream>
+#include <unordered_set>
+
+namespace hc::control {
+
+std::string commKeyHex(const CommKey& key) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(key.size() * 2);
+  for (uint8_t b : key) {
+    hex += kDigits[b >> 4];
+    hex += kDigits[b & 0xf];
+  }
+  return hex;
+}
+
+std::string NodeIdentity::toString() const { return hostname + "/" + bootId + "/" + instance; }
+
+Result<NodeIdentity> localNodeIdentity(std::string instance) {
+  NodeIdentity id;
+  id.instance = std::move(instance);
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) == 0) id.hostname = host;
+  std::ifstream bootIdFile("/proc/sys/kernel/random/boot_id");
+  std::getline(bootIdFile, id.bootId);
+  if (id.hostname.empty() && id.bootId.empty()) {
+    return systemError("read the hostname and /proc/sys/kernel/random/boot_id", errno);
+  }
+  if (id.hostname.empty()) id.hostname = "unknown-host";
+  return id;
+}
+
+namespace {
+
+Status validateIdentity(const NodeIdentity& node) {
+  if (node.hostname.empty()) return invalidArgument("the join names no node (empty hostname)");
+  for (const std::string* field : {&node.hostname, &node.bootId, &node.instance}) {
+    if (field->size() > kMaxIdentityFieldBytes) {
+      return invalidArgument("node identity field longer than " +
+                             std::to_string(kMaxIdentityFieldBytes) + " bytes");
+    }
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+Status validateJoin(const JoinRequest& request) {
+  if (request.nranks == 0 || request.nranks > kMaxRanks) {
+    return invalidArgument("nranks " + std::to_string(request.nranks) + " is out of range [1, " +
+                           std::to_string(kMaxRanks) + "]");
+  }
+  if (request.ranks.empty()) return invalidArgument("the join brings no ranks");
+  if (request.ranks.size() > request.nranks) {
+    return invalidArgument("the join brings " + std::to_string(request.ranks.size()) +
+                           " ranks to a communicator of " + std::to_string(request.nranks));
+  }
+  std::unordered_set<uint32_t> seen;
+  for (uint32_t rank : request.ranks) {
+    if (rank >= request.nranks) {
+      return invalidArgument("rank " + std::to_string(rank) + " is out of range for nranks " +
+                             std::to_string(request.nranks));
+    }
+    if (!seen.insert(rank).second) {
+      return invalidArgument("rank " + std::to_string(rank) + " appears twice in one join");
+    }
+  }
+  HC_RETURN_IF_ERROR(validateIdentity(request.node));
+  if (request.transportAddress.empty()) return invalidArgument("empty transport address");
+  if (request.transportAddress.size() > kMaxTransportAddressBytes) {
+    return invalidArgument("transport address longer than " +
+                           std::to_string(kMaxTransportAddressBytes) + " bytes");
+  }
+  if (request.timeout.count() < 0 || request.timeout.count() > UINT32_MAX) {
+    return invalidArgument("join timeout " + std::to_string(request.timeout.count()) +
+                           " ms is out of range");
+  }
+  return okStatus();
+}
+
+RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>& joins) {
+  std::vector<const JoinRequest*> byLowestRank = joins;
+  auto lowest = [](const JoinRequest* j) {
+    return *std::min_element(j->ranks.begin(), j->ranks.end());
+  };
+  std::sort(byLowestRank.begin(), byLowestRank.end(),
+            [&](const JoinRequest* a, const JoinRequest* b) { return lowest(a) < lowest(b); });
+
+  RankTable table;
+  table.nranks = nranks;
+  table.ranks.resize(nranks);
+  for (const JoinRequest* join : byLowestRank) {
+    const auto nodeIndex = static_cast<uint32_t>(table.nodes.size());
+    table.nodes.push_back({join->node, join->transportAddress, join->ranks});
+    for (size_t local = 0; local < join->ranks.size(); ++local) {
+      table.ranks[join->ranks[local]] = {nodeIndex, static_cast<uint32_t>(local)};
+    }
+  }
+  return table;
+}
+
+Status validateRankTable(const RankTable& table) {
+  if (table.nranks == 0 || table.ranks.size() != table.nranks) {
+    return invalidArgument("rank table has " + std::to_string(table.ranks.size()) +
+                           " placements for nranks " + std::to_string(table.nranks));
+  }
+  std::vector<bool> placed(table.nranks, false);
+  for (size_t n = 0; n < table.nodes.size(); ++n) {
+    const NodeEntry& node = table.nodes[n];
+    for (size_t local = 0; local < node.ranks.size(); ++local) {
+      uint32_t rank = node.ranks[local];
+      if (rank >= table.nranks || placed[rank]) {
+        return invalidArgument("rank table places rank " + std::to_string(rank) +
+                               " twice or out of range");
+      }
+      placed[rank] = true;
+      const RankPlacement& p = table.ranks[rank];
+      if (p.node != n || p.localRank != local) {
+        return invalidArgument("rank table disagrees with itself about rank " +
+                               std::to_string(rank));
+      }
+    }
+  }
+  auto missing = std::find(placed.begin(), placed.end(), false);
+  if (missing != placed.end()) {
+    return invalidArgument("rank table leaves rank " + std::to_string(missing - placed.begin()) +
+                           " without a node");
+  }
+  return okStatus();
+}
+
+}  // namespace hc::control

@@ -1,0 +1,90 @@
+// The bootstrap's vocabulary in plain C++: what a daemon sends when it joins a communicator at
+// the root, and the rank table every joiner gets back. Mirrors hetero_comm.v1 in
+// proto/hetero_comm/v1/peer.proto (peer_convert.h translates), so callers never see protobuf.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hc::control {
+
+constexpr size_t kCommKeyBytes = 16;
+using CommKey = std::array<uint8_t, kCommKeyBytes>;
+
+// "0011…ff": for log lines and error messages.
+std::string commKeyHex(const CommKey& key);
+
+// Limits the root enforces on a join (a join over them is InvalidArgument).
+constexpr uint32_t kMaxRanks = 1u << 20;
+constexpr size_t kMaxTransportAddressBytes = 64 * 1024;
+constexpr size_t kMaxIdentityFieldBytes = 256;
+
+// Which daemon a join comes from. hostname + bootId name a boot of a machine; instance tells
+// apart daemons on one machine (several "nodes" per host in tests).
+struct NodeIdentity {
+  std::string hostname;
+  std::string bootId;
+  std::string instance;
+
+  bool operator==(const NodeIdentity&) const = default;
+  // "host/boot-id/instance", for messages.
+  std::string toString() const;
+};
+
+// This machine's hostname and boot id, with the caller's instance label (e.g. the daemon's peer
+// listener address). Fails only if neither hostname nor boot id can be read.
+[[nodiscard]] Result<NodeIdentity> localNodeIdentity(std::string instance);
+
+struct JoinRequest {
+  CommKey key{};
+  uint32_t nranks = 0;
+  // The ranks this node brings, in local-rank order: ranks[i] has local rank i on this node.
+  std::vector<uint32_t> ranks;
+  NodeIdentity node;
+  // Opaque to the bootstrap: the UCX worker address of the joining daemon.
+  std::string transportAddress;
+  // How long this joiner waits for the others; zero means the root's default.
+  std::chrono::milliseconds timeout{0};
+};
+
+// Checks one join on its own (sizes, ranges, duplicates within it). The root also checks it
+// against the other joins of its communicator.
+[[nodiscard]] Status validateJoin(const JoinRequest& request);
+
+struct RankPlacement {
+  uint32_t node = 0;       // index into RankTable::nodes
+  uint32_t localRank = 0;  // position of the rank in its node's ranks
+
+  bool operator==(const RankPlacement&) const = default;
+};
+
+struct NodeEntry {
+  NodeIdentity identity;
+  std::string transportAddress;
+  std::vector<uint32_t> ranks;  // local-rank order
+
+  bool operator==(const NodeEntry&) const = default;
+};
+
+// Identical for every joiner of a communicator: nodes are ordered by their lowest rank, so the
+// table does not depend on the order in which joins arrived.
+struct RankTable {
+  uint32_t nranks = 0;
+  std::vector<RankPlacement> ranks;  // indexed by rank, nranks entries
+  std::vector<NodeEntry> nodes;
+
+  bool operator==(const RankTable&) const = default;
+};
+
+// Builds the table from the complete set of joins of one communicator (every rank exactly once).
+RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>& joins);
+
+// Checks a table received from a root: every rank placed once, on a node that lists it.
+[[nodiscard]] Status validateRankTable(const RankTable& table);
+
+}  // namespace hc::control

@@ -1,0 +1,273 @@
+// The Peer service at the message level, driven through the raw gRPC stub the way a hostile or
+// broken joiner could: replayed nonces, altered joins, malformed messages, abandoned calls.
+#include <gmock/gmock.h>
+
+#include <future>
+
+#include "daemon/control/grpc_status.h"
+#include "daemon/control/peer_convert.h"
+#include "hetero_comm/v1/peer.grpc.pb.h"
+#include "tests/unit/daemon/control/peer_test_support.h"
+
+namespace hc::control::testing {
+namespace {
+
+using ::testing::HasSubstr;
+namespace v1 = hetero_comm::v1;
+
+class PeerProtocolTest : public PeerFixture {
+ protected:
+  void SetUp() override {
+    PeerFixture::SetUp();
+    stub_ = v1::Peer::NewStub(grpc::CreateChannel(root_, grpc::InsecureChannelCredentials()));
+    Result<ClusterToken> token = ClusterToken::load(tokenPath_);
+    ASSERT_TRUE(token.isOk()) << token.status().toString();
+    token_ = std::make_unique<ClusterToken>(std::move(token).value());
+  }
+
+  Nonce challenge() {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::ChallengeResponse response;
+    grpc::Status status = stub_->Challenge(&context, v1::ChallengeRequest(), &response);
+    HC_CHECK(status.ok() && response.nonce().size() == kNonceBytes);
+    EXPECT_GT(response.ttl_ms(), 0u);
+    Nonce nonce{};
+    std::copy(response.nonce().begin(), response.nonce().end(), nonce.begin());
+    return nonce;
+  }
+
+  // A correctly signed Join message for `join` under a fresh nonce.
+  v1::JoinRequest signedJoin(JoinRequest join) {
+    join.timeout = 20'000ms;
+    const Nonce rootNonce = challenge();
+    const Nonce joinerNonce = randomNonce().value();
+    v1::JoinRequest message;
+    toProto(join, rootNonce, joinerNonce, computeJoinProof(*token_, rootNonce, joinerNonce, join),
+            &message);
+    return message;
+  }
+
+  Status send(const v1::JoinRequest& message, std::chrono::milliseconds callDeadline = 10s,
+              v1::JoinResponse* response = nullptr) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + callDeadline);
+    v1::JoinResponse ignored;
+    return fromGrpcStatus(stub_->Join(&context, message, response ? response : &ignored), "Join");
+  }
+
+  std::unique_ptr<v1::Peer::Stub> stub_;
+  std::unique_ptr<ClusterToken> token_;
+};
+
+TEST_F(PeerProtocolTest, ReplayedNonceIsRefused) {
+  v1::JoinRequest message = signedJoin(makeJoin(keyOf(20), 1, {0}, "a"));
+  v1::JoinResponse response;
+  Status first = send(message, 10s, &response);
+  ASSERT_TRUE(first.isOk()) << first.toString();
+  EXPECT_EQ(response.table().nranks(), 1u);
+  Result<RankTable> table = fromProto(response.table());
+  ASSERT_TRUE(table.isOk());
+  EXPECT_TRUE(verifyTableProof(*token_, nonceOf(message.joiner_nonce(), "").value(), keyOf(20),
+                               table.value(), bytesOf(response.table_proof())))
+      << "the root signs its answer over the joiner's nonce";
+
+  // The identical message again, e.g. captured on the wire: same nonce, valid proof. Without
+  // the nonce check the root would answer "already formed" (InvalidArgument) instead.
+  Status second = send(message);
+  EXPECT_EQ(second.code(), Code::PermissionDenied) << second.toString();
+  EXPECT_THAT(second.message(), HasSubstr("already used"));
+}
+
+TEST_F(PeerProtocolTest, ProofCoversEveryFieldTheRootUses) {
+  auto expectRefused = [&](auto&& alter, const char* what) {
+    v1::JoinRequest message = signedJoin(makeJoin(keyOf(21), 2, {0}, "a"));
+    alter(message);
+    Status s = send(message);
+    EXPECT_EQ(s.code(), Code::PermissionDenied) << what << ": " << s.toString();
+  };
+  expectRefused([](v1::JoinRequest& m) { m.set_ranks(0, 1); }, "rank");
+  expectRefused([](v1::JoinRequest& m) { m.set_nranks(3); }, "nranks");
+  expectRefused([](v1::JoinRequest& m) { m.set_comm_key(std::string(16, 'k')); }, "key");
+  expectRefused([](v1::JoinRequest& m) { m.set_transport_address("attacker"); }, "address");
+  expectRefused([](v1::JoinRequest& m) { m.mutable_node()->set_hostname("x"); }, "hostname");
+  expectRefused([](v1::JoinRequest& m) { m.set_timeout_ms(1); }, "timeout");
+  expectRefused([](v1::JoinRequest& m) { (*m.mutable_joiner_nonce())[0] ^= 1; }, "joiner nonce");
+  expectRefused([](v1::JoinRequest& m) { m.mutable_proof()->pop_back(); }, "short proof");
+  EXPECT_TRUE(server_->registry().joinedRanks(keyOf(21)).empty());
+}
+
+TEST_F(PeerProtocolTest, JoinWithoutChallengeIsRefused) {
+  v1::JoinRequest message = signedJoin(makeJoin(keyOf(22), 1, {0}, "a"));
+  message.clear_nonce();
+  Status s = send(message);
+  EXPECT_EQ(s.code(), Code::PermissionDenied) << s.toString();
+}
+
+TEST_F(PeerProtocolTest, MalformedJoinsAreInvalidArguments) {
+  auto expectInvalid = [&](JoinRequest join, const char* fragment) {
+    Status s = send(signedJoin(std::move(join)));
+    EXPECT_EQ(s.code(), Code::InvalidArgument) << s.toString();
+    EXPECT_THAT(s.message(), HasSubstr(fragment));
+  };
+  expectInvalid(makeJoin(keyOf(23), 2, {2}, "a"), "out of range");
+  expectInvalid(makeJoin(keyOf(23), 2, {0, 0}, "a"), "appears twice");
+  expectInvalid(makeJoin(keyOf(23), 0, {0}, "a"), "nranks 0");
+  expectInvalid(makeJoin(keyOf(23), 2, {}, "a"), "no ranks");
+  JoinRequest noAddress = makeJoin(keyOf(23), 2, {0}, "a");
+  noAddress.transportAddress.clear();
+  expectInvalid(noAddress, "transport address");
+
+  v1::JoinRequest noJoinerNonce = signedJoin(makeJoin(keyOf(23), 2, {0}, "a"));
+  noJoinerNonce.clear_joiner_nonce();
+  EXPECT_THAT(send(noJoinerNonce).message(), HasSubstr("joiner_nonce has 0 bytes"));
+
+  v1::JoinRequest shortKey = signedJoin(makeJoin(keyOf(23), 2, {0}, "a"));
+  shortKey.mutable_comm_key()->pop_back();
+  Status s = send(shortKey);
+  EXPECT_EQ(s.code(), Code::InvalidArgument) << s.toString();
+  EXPECT_THAT(s.message(), HasSubstr("comm_key has 15 bytes"));
+}
+
+// A joiner that gives up (its call is cancelled) leaves the communicator, so its rank can join
+// again rather than being refused as a duplicate.
+TEST_F(PeerProtocolTest, AbandonedJoinIsWithdrawn) {
+  CommKey key = keyOf(24);
+  v1::JoinRequest message = signedJoin(makeJoin(key, 2, {0}, "a"));
+  std::thread abandoned([&] {
+    Status s = send(message, 1000ms);  // gRPC deadline far below the join's own timeout
+    EXPECT_EQ(s.code(), Code::Timeout) << s.toString();
+  });
+  awaitJoined(key, 1);
+  awaitJoined(key, 0);  // cancelled at its gRPC deadline
+  abandoned.join();
+
+  Joiners joiners(root_, tokenPath_);
+  joiners.start(makeJoin(key, 2, {0}, "a"), Clock::now() + 20s);
+  joiners.start(makeJoin(key, 2, {1}, "b"), Clock::now() + 20s);
+  joiners.joinAll();
+  EXPECT_TRUE(joiners.result(0).isOk()) << joiners.result(0).status().toString();
+  EXPECT_TRUE(joiners.result(1).isOk()) << joiners.result(1).status().toString();
+}
+
+// A node that joins again with the same ranks (its first reply was lost) replaces its first join.
+TEST_F(PeerProtocolTest, RetriedJoinFromTheSameNodeReplacesTheFirst) {
+  CommKey key = keyOf(25);
+  std::promise<Result<RankTable>> firstResult;
+  std::unique_ptr<PeerClient> firstClient = newClient();
+  firstClient->joinAsync(root_, makeJoin(key, 2, {0}, "a"), Clock::now() + 20s,
+                         [&](Result<RankTable> r) { firstResult.set_value(std::move(r)); });
+  awaitJoined(key, 1);
+
+  Joiners joiners(root_, tokenPath_);
+  size_t retry = joiners.start(makeJoin(key, 2, {0}, "a"), Clock::now() + 20s);
+  Result<RankTable> first = firstResult.get_future().get();  // settled when the retry lands
+  ASSERT_FALSE(first.isOk());
+  EXPECT_EQ(first.status().code(), Code::Unavailable);
+  EXPECT_THAT(first.status().message(), HasSubstr("superseded"));
+
+  size_t other = joiners.start(makeJoin(key, 2, {1}, "b"), Clock::now() + 20s);
+  joiners.joinAll();
+  EXPECT_TRUE(joiners.result(retry).isOk()) << joiners.result(retry).status().toString();
+  EXPECT_TRUE(joiners.result(other).isOk()) << joiners.result(other).status().toString();
+}
+
+// Destroying a PeerClient cancels its joins under way: the caller hears of it, and the root
+// withdraws the join.
+TEST_F(PeerProtocolTest, DestroyingTheClientCancelsItsJoins) {
+  CommKey key = keyOf(28);
+  std::promise<Result<RankTable>> result;
+  std::unique_ptr<PeerClient> client = newClient();
+  client->joinAsync(root_, makeJoin(key, 2, {0}, "a"), Clock::now() + 20s,
+                    [&](Result<RankTable> r) { result.set_value(std::move(r)); });
+  awaitJoined(key, 1);
+  const auto began = Clock::now();
+  client.reset();
+  EXPECT_LT(Clock::now() - began, 2s);
+  std::future<Result<RankTable>> settled = result.get_future();
+  ASSERT_EQ(settled.wait_for(0s), std::future_status::ready)
+      << "settled before the destructor returned";
+  Result<RankTable> r = settled.get();
+  EXPECT_EQ(r.status().code(), Code::Unavailable) << r.status().toString();
+  awaitJoined(key, 0);
+}
+
+// Same node, other ranks: one join per node per communicator.
+TEST_F(PeerProtocolTest, SecondJoinFromTheSameNodeWithOtherRanksIsRefused) {
+  CommKey key = keyOf(26);
+  Joiners joiners(root_, tokenPath_);
+  joiners.start(makeJoin(key, 3, {0}, "a"), Clock::now() + 20s);
+  awaitJoined(key, 1);
+  Result<RankTable> again =
+      newClient()->join(root_, makeJoin(key, 3, {1}, "a"), Clock::now() + 20s);
+  EXPECT_EQ(again.status().code(), Code::InvalidArgument) << again.status().toString();
+  EXPECT_THAT(again.status().message(), HasSubstr("already joined with ranks 0"));
+  server_->shutdown();  // releases the pending join
+}
+
+// A root that is not what it claims: it answers with a well-formed table, signed in one of
+// the ways below. Only the honest way may be accepted.
+enum class RootSigning { Honest, OtherToken, OtherJoinerNonce };
+
+class FakeRoot final : public v1::Peer::Service {
+ public:
+  explicit FakeRoot(RootSigning signing) : signing_(signing) {}
+
+  grpc::Status Challenge(grpc::ServerContext*, const v1::ChallengeRequest*,
+                         v1::ChallengeResponse* response) override {
+    response->set_nonce(std::string(kNonceBytes, 'n'));
+    response->set_ttl_ms(1000);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Join(grpc::ServerContext*, const v1::JoinRequest* request,
+                    v1::JoinResponse* response) override {
+    JoinRequest join = fromProto(*request).value();
+    RankTable table = buildRankTable(join.nranks, {&join});
+    table.nodes[0].transportAddress = "attacker-controlled-address";
+    toProto(table, response->mutable_table());
+    Nonce joinerNonce = nonceOf(request->joiner_nonce(), "").value();
+    if (signing_ == RootSigning::OtherJoinerNonce) joinerNonce[0] ^= 1;
+    const std::string secret =
+        signing_ == RootSigning::OtherToken ? "not-the-cluster-token!" : kToken;
+    ClusterToken token = ClusterToken::fromBytes(bytesOf(secret)).value();
+    Proof proof = computeTableProof(token, joinerNonce, join.key, table);
+    response->set_table_proof(proof.data(), proof.size());
+    return grpc::Status::OK;
+  }
+
+ private:
+  const RootSigning signing_;
+};
+
+class PeerClientRootCheckTest : public PeerFixture,
+                                public ::testing::WithParamInterface<RootSigning> {};
+
+TEST_P(PeerClientRootCheckTest, OnlyATableSignedWithTheClusterTokenIsAccepted) {
+  FakeRoot fake(GetParam());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&fake);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+
+  Result<RankTable> table = newClient()->join("127.0.0.1:" + std::to_string(port),
+                                              makeJoin(keyOf(27), 1, {0}, "a"), Clock::now() + 20s);
+  if (GetParam() == RootSigning::Honest) {
+    ASSERT_TRUE(table.isOk()) << table.status().toString();
+    EXPECT_EQ(table->nodes[0].transportAddress, "attacker-controlled-address");
+  } else {
+    ASSERT_FALSE(table.isOk());
+    EXPECT_EQ(table.status().code(), Code::PermissionDenied);
+    EXPECT_THAT(table.status().message(), HasSubstr("valid proof"));
+  }
+  server->Shutdown();
+}
+
+INSTANTIATE_TEST_SUITE_P(Signings, PeerClientRootCheckTest,
+                         ::testing::Values(RootSigning::Honest, RootSigning::OtherToken,
+                                           RootSigning::OtherJoinerNonce));
+
+}  // namespace
+}  // namespace hc::control::testing
