@@ -21,7 +21,7 @@ namespace hc::ipc {
 
 constexpr uint32_t kFrameMagic = 0x50494348;  // "HCIP" little-endian
 constexpr uint16_t kProtocolMajor = 1;        // a different major is refused at Hello
-constexpr uint16_t kProtocolMinor = 1;  // 1: p2p, groups, all-to-all, gather/scatter, split
+constexpr uint16_t kProtocolMinor = 1;  // 1: p2p, groups, all-to-all, gather/scatter, split, CmaProbe
 constexpr size_t kMaxFrameBytes = 1024;       // larger frames are rejected, never truncated
 constexpr size_t kMessageBytes = 200;         // error text carried in Error frames
 constexpr size_t kCompletionText = 100;       // error text carried in completion entries

@@ -26,8 +26,9 @@ Status permissionDenied(const char* call) {
   std::string why = std::string(call) + " was refused by the kernel";
   std::string scope = yamaScope();
   if (!scope.empty()) why += " (Yama ptrace_scope=" + scope + ")";
-  why += ": the daemon needs ptrace rights over the client (same uid and ptrace_scope 0, or "
-         "CAP_SYS_PTRACE); the client copies through its segment instead";
+  why += ": the daemon needs ptrace rights over the client (CAP_SYS_PTRACE, or the same uid, a "
+         "dumpable client without capabilities the daemon lacks, and Yama ptrace_scope 0); the "
+         "client copies through its segment instead";
   return Status{Code::PermissionDenied, why};
 }
 
