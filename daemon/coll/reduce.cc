@@ -7,41 +7,11 @@
 #include <type_traits>
 
 #include "common/ipc/protocol.h"
-
-// The chunk kernels are built for AVX2 and for the baseline, and the loader picks one per
-// machine. Both give the same bits: the file is compiled with -ffp-contract=off, so neither
-// clone fuses a multiply and an add that the other rounds twice.
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define HC_CHUNK_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef HC_CHUNK_CLONES
-#define HC_CHUNK_CLONES
-#endif
+#include "daemon/coll/chunk_writer.h"
+#include "daemon/coll/reduce_kernels.h"
 
 namespace hc::coll {
 namespace {
-
-// ncclDataType_t values.
-enum Dtype : uint8_t {
-  kInt8 = 0,
-  kUint8 = 1,
-  kInt32 = 2,
-  kUint32 = 3,
-  kInt64 = 4,
-  kUint64 = 5,
-  kFloat16 = 6,
-  kFloat32 = 7,
-  kFloat64 = 8,
-  kBfloat16 = 9,
-  kFp8e4m3 = 10,
-  kFp8e5m2 = 11,
-};
-constexpr uint8_t kNumDtypes = 12;
-
-// Per buffer and chunk: the accumulator stays in L1 while every input streams through once.
-constexpr size_t kChunkBytes = 16 * 1024;
 
 // Indexed by dtype value.
 constexpr size_t kDtypeSizes[kNumDtypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
@@ -51,12 +21,6 @@ constexpr const char* kDtypeNames[kNumDtypes] = {"int8",    "uint8",    "int32",
 // Indexed by ipc::RedOp value.
 constexpr const char* kRedopNames[ipc::kNumRedOps] = {"sum", "prod", "max",
                                                       "min", "avg",  "premulsum"};
-
-// The 16-bit and 8-bit floats need an fp32 accumulator and rounding rules of their own.
-bool implemented(uint8_t dtype) {
-  return dtype < kNumDtypes && dtype != kFloat16 && dtype != kBfloat16 && dtype != kFp8e4m3 &&
-         dtype != kFp8e5m2;
-}
 
 // Integer sums and products are computed in the unsigned type: they wrap modulo 2^bits, with no
 // undefined behaviour, and the bits equal those of the signed wrap.
@@ -114,62 +78,89 @@ C scalarAs(const uint64_t* scalars, size_t i) {
   return std::bit_cast<C>(static_cast<Bits>(scalars[i]));
 }
 
-template <typename C, typename Op>
-inline void loadFirst(C* __restrict acc, const C* __restrict a, size_t n, C sa) {
-  for (size_t j = 0; j < n; ++j) acc[j] = Op::first(a[j], sa);
-}
-
 // Inputs 0 and 1 together: one pass over the accumulator instead of two.
 template <typename C, typename Op>
-inline void loadFirstTwo(C* __restrict acc, const C* __restrict a, const C* __restrict b, size_t n,
-                         C sa, C sb) {
+HC_KERNEL_INLINE void loadFirstTwo(C* __restrict acc, const C* __restrict a, const C* __restrict b,
+                                   size_t n, C sa, C sb) {
   for (size_t j = 0; j < n; ++j) acc[j] = Op::combine(Op::first(a[j], sa), b[j], sb);
 }
 
 template <typename C, typename Op>
-inline void fold(C* __restrict acc, const C* __restrict x, size_t n, C s) {
+HC_KERNEL_INLINE void fold(C* __restrict acc, const C* __restrict x, size_t n, C s) {
   for (size_t j = 0; j < n; ++j) acc[j] = Op::combine(acc[j], x[j], s);
 }
+
+// What becomes of a finished sum: nothing, or avg's division.
+template <typename C>
+struct Unchanged {
+  C operator()(C v) const { return v; }
+};
 
 // Avg after the sum, as NCCL does: floats multiply once by 1/n, integers divide truncating in
 // their own signedness (the wrapped sum is read back as T).
 template <typename T, typename C>
-inline void divide(C* __restrict acc, size_t n, size_t nRanks) {
-  if constexpr (std::is_floating_point_v<T>) {
-    const T inv = static_cast<T>(1.0 / static_cast<double>(nRanks));
-    for (size_t j = 0; j < n; ++j) acc[j] = acc[j] * inv;
-  } else if constexpr (std::is_signed_v<T>) {
-    const int64_t d = static_cast<int64_t>(nRanks);
-    for (size_t j = 0; j < n; ++j) {
-      acc[j] = static_cast<C>(static_cast<int64_t>(static_cast<T>(acc[j])) / d);
+struct AvgOf {
+  explicit AvgOf(size_t nRanks)
+      : inverse(static_cast<C>(static_cast<T>(1.0 / static_cast<double>(nRanks)))),
+        divisor(nRanks) {}
+  C operator()(C sum) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return sum * inverse;
+    } else if constexpr (std::is_signed_v<T>) {
+      return static_cast<C>(static_cast<int64_t>(static_cast<T>(sum)) /
+                            static_cast<int64_t>(divisor));
+    } else {
+      return static_cast<C>(static_cast<uint64_t>(sum) / divisor);
     }
-  } else {
-    const uint64_t d = nRanks;
-    for (size_t j = 0; j < n; ++j) acc[j] = static_cast<C>(static_cast<uint64_t>(acc[j]) / d);
   }
-}
+  C inverse;  // floats only
+  uint64_t divisor;
+};
 
-// T is the dtype, C the type the buffers are read and combined as (WrapType<T> or T).
+// T is the dtype, C the type the buffers are read and combined as (WrapType<T> or T). Per chunk,
+// the inputs before the last are combined into acc in order; the last one is folded in as the
+// results are stored (storeChunkResults), so with two inputs the chunk is one pass.
 template <typename T, typename C, template <typename> class Op, bool kAvg>
 HC_CHUNK_CLONES void reduceTyped(const ReduceSpec& s, size_t begin, size_t end) {
+  using O = Op<C>;
   constexpr size_t kElems = kChunkBytes / sizeof(C);
   alignas(64) C acc[kElems];
+  const ChunkWriter writer(s.outputs, s.nOutputs, s.inputs, s.nInputs, (end - begin) * sizeof(C));
+  const auto finish = [&] {
+    if constexpr (kAvg) {
+      return AvgOf<T, C>(s.nRanks);
+    } else {
+      return Unchanged<C>();
+    }
+  }();
+  const size_t last = s.nInputs - 1;
+  const C lastScalar = scalarAs<C>(s.scalars, last);
   for (size_t b = begin; b < end; b += kElems) {
     const size_t n = std::min(kElems, end - b);
     auto in = [&](size_t i) { return static_cast<const C*>(s.inputs[i]) + b; };
+    const C* __restrict x = in(last);
+    // Every input of an element is read before the element is stored, so storing into an input
+    // (in place) is safe.
     if (s.nInputs == 1) {
-      loadFirst<C, Op<C>>(acc, in(0), n, scalarAs<C>(s.scalars, 0));
+      storeChunkResults(writer, b, n, acc, [&](size_t j) HC_KERNEL_LAMBDA_INLINE {
+        return finish(O::first(x[j], lastScalar));
+      });
+    } else if (s.nInputs == 2) {
+      const C* __restrict a = in(0);
+      const C s0 = scalarAs<C>(s.scalars, 0);
+      storeChunkResults(writer, b, n, acc, [&](size_t j) HC_KERNEL_LAMBDA_INLINE {
+        return finish(O::combine(O::first(a[j], s0), x[j], lastScalar));
+      });
     } else {
-      loadFirstTwo<C, Op<C>>(acc, in(0), in(1), n, scalarAs<C>(s.scalars, 0),
-                             scalarAs<C>(s.scalars, 1));
-    }
-    for (size_t i = 2; i < s.nInputs; ++i) fold<C, Op<C>>(acc, in(i), n, scalarAs<C>(s.scalars, i));
-    if constexpr (kAvg) divide<T, C>(acc, n, s.nRanks);
-    // Every input of this chunk has been read, so storing into an input (in place) is safe.
-    for (size_t o = 0; o < s.nOutputs; ++o) {
-      std::memcpy(static_cast<C*>(s.outputs[o]) + b, acc, n * sizeof(C));
+      loadFirstTwo<C, O>(acc, in(0), in(1), n, scalarAs<C>(s.scalars, 0),
+                         scalarAs<C>(s.scalars, 1));
+      for (size_t i = 2; i < last; ++i) fold<C, O>(acc, in(i), n, scalarAs<C>(s.scalars, i));
+      storeChunkResults(writer, b, n, acc, [&](size_t j) HC_KERNEL_LAMBDA_INLINE {
+        return finish(O::combine(acc[j], x[j], lastScalar));
+      });
     }
   }
+  writer.finish();
 }
 
 template <typename T>
@@ -196,9 +187,6 @@ void reduceAs(const ReduceSpec& s, size_t begin, size_t end) {
 
 hc::Status checkDtype(uint8_t dtype) {
   if (dtype >= kNumDtypes) return invalidArgument("unknown dtype " + std::to_string(dtype));
-  if (!implemented(dtype)) {
-    return invalidArgument(std::string("dtype ") + dtypeName(dtype) + " is not supported yet");
-  }
   return okStatus();
 }
 
@@ -241,31 +229,46 @@ void reduceRange(const ReduceSpec& spec, size_t begin, size_t end) {
     case kFloat64:
       return reduceAs<double>(spec, begin, end);
     default:
-      HC_CHECK(implemented(spec.dtype) && "checkReduction() accepted this dtype");
+      HC_CHECK(isNarrowFloat(spec.dtype) && "checkReduction() accepted this dtype");
+      return reduceNarrowRange(spec, begin, end);
   }
 }
 
 void copyRange(const void* src, void* const* outputs, size_t nOutputs, size_t begin, size_t end) {
   if (begin >= end) return;
   const auto* from = static_cast<const uint8_t*>(src);
+  const size_t bytes = end - begin;
+  // No output aliases src but the skipped ones, so every target of a large range streams.
+  const bool stream = bytes >= kStreamingMinBytes;
   size_t targets = 0;
   for (size_t o = 0; o < nOutputs; ++o) targets += outputs[o] != src;
   if (targets <= 1) {
-    // One destination: a single memcpy lets libc pick its large-copy strategy.
+    // One destination: one pass over the whole range.
     for (size_t o = 0; o < nOutputs; ++o) {
-      if (outputs[o] != src) {
-        std::memcpy(static_cast<uint8_t*>(outputs[o]) + begin, from + begin, end - begin);
+      if (outputs[o] == src) continue;
+      uint8_t* to = static_cast<uint8_t*>(outputs[o]) + begin;
+      if (stream) {
+        streamBytes(to, from + begin, bytes);
+      } else {
+        std::memcpy(to, from + begin, bytes);
       }
     }
-    return;
-  }
-  // Several destinations: chunk by chunk, so src is read from memory once and from cache after.
-  for (size_t b = begin; b < end; b += kChunkBytes) {
-    const size_t n = std::min(kChunkBytes, end - b);
-    for (size_t o = 0; o < nOutputs; ++o) {
-      if (outputs[o] != src) std::memcpy(static_cast<uint8_t*>(outputs[o]) + b, from + b, n);
+  } else {
+    // Several destinations: chunk by chunk, so src is read from memory once and from cache after.
+    for (size_t b = begin; b < end; b += kChunkBytes) {
+      const size_t n = std::min(kChunkBytes, end - b);
+      for (size_t o = 0; o < nOutputs; ++o) {
+        if (outputs[o] == src) continue;
+        uint8_t* to = static_cast<uint8_t*>(outputs[o]) + b;
+        if (stream) {
+          streamBytes(to, from + b, n);
+        } else {
+          std::memcpy(to, from + b, n);
+        }
+      }
     }
   }
+  if (stream) fenceStreamingStores();
 }
 
 }  // namespace hc::coll

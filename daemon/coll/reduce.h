@@ -13,11 +13,11 @@
 namespace hc::coll {
 
 // Whether this dtype/operator pair is implemented. dtype takes the ncclDataType_t values and
-// redop the ipc::RedOp values. Implemented: int8, uint8, int32, uint32, int64, uint64, float32
-// and float64 with every operator; float16, bfloat16 and the fp8 types are InvalidArgument
-// ("dtype float16 is not supported yet"), and so are unknown values (the message names them).
+// redop the ipc::RedOp values. Every one of the 12 dtypes (int8, uint8, int32, uint32, int64,
+// uint64, float16, float32, float64, bfloat16, fp8 e4m3, fp8 e5m2) works with every operator;
+// unknown values are InvalidArgument, and the message names them ("unknown dtype 12").
 [[nodiscard]] hc::Status checkReduction(uint8_t dtype, uint8_t redop);
-// For copies (broadcast, allgather): the same eight dtypes are valid.
+// For copies (broadcast, allgather): the same 12 dtypes are valid.
 [[nodiscard]] hc::Status checkDtype(uint8_t dtype);
 
 size_t dtypeSize(uint8_t dtype);       // bytes per element; 0 for unknown values
@@ -38,18 +38,26 @@ struct ReduceSpec {
 };
 
 // Reduces elements [begin, end) of every input and stores the result to every output, in one
-// pass: per chunk of about 16 KiB per buffer, the inputs are combined into a local buffer in
-// order (input 0, then 1, ...) and the buffer is then stored into each output. Outputs may alias
-// inputs exactly (in place) because a chunk is fully read before it is written; partial overlap
-// is not allowed. Every call with the same inputs gives bitwise the same result:
+// pass: per chunk of about 16 KiB per buffer, the inputs but the last are combined into a local
+// buffer in order (input 0, then 1, ...), and the last is folded in as the results are stored
+// into each output, one cache line at a time. Outputs may alias inputs exactly (in place) because
+// every input of an element is read before the element is written; partial overlap is not
+// allowed. Every call with the same inputs gives bitwise the same result, however the
+// executor splits [0, count) into ranges:
 //   integer sum, prod and premulsum wrap modulo 2^bits; min and max compare plainly;
 //   avg: integers sum then divide by nRanks truncating, floats sum then multiply once by
 //   (T)(1.0 / nRanks); premulsum: sum over i of scalar_i * x_i, computed in the dtype.
+//   float16, bfloat16 and the fp8 types compute in fp32 (each input decoded exactly, each step
+//   rounded to fp32, avg's factor (float)(1.0 / nRanks), the premulsum scalar decoded from the
+//   dtype) and round once to the dtype when storing, to nearest even: fp16/bf16 overflow to
+//   +-inf, fp8 saturates to +-max finite; see common/numerics/float_types.h.
+// Ranges of at least 256 KiB write outputs that are not inputs with non-temporal stores (x86-64),
+// fenced before returning, so the results are ordered before whatever the caller does next.
 // The pair must have passed checkReduction() (a broken promise is fatal).
 void reduceRange(const ReduceSpec& spec, size_t begin, size_t end);
 
 // Copies bytes [begin, end) of src into every output (broadcast, allgather), reading src once;
-// an output equal to src is skipped.
+// an output equal to src is skipped. Large ranges use non-temporal stores, as reduceRange().
 void copyRange(const void* src, void* const* outputs, size_t nOutputs, size_t begin, size_t end);
 
 }  // namespace hc::coll

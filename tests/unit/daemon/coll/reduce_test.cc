@@ -1,5 +1,5 @@
-// reduceRange against an independent reference over the grid dtype x operator x inputs x count x
-// aliasing (separate outputs, every rank in place, one root in place); counts cross chunk
+// reduceRange against an independent reference over the grid dtype (all 12) x operator x inputs x
+// count x aliasing (separate outputs, every rank in place, one root in place); counts cross chunk
 // boundaries, and the large cases run many chunks and a partial last one.
 #include "daemon/coll/reduce.h"
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <tuple>
 
-#include "tests/unit/daemon/coll/reduce_test_util.h"
+#include "tests/unit/daemon/coll/reduce_cases.h"
 
 namespace hc::coll {
 namespace {
@@ -32,29 +32,14 @@ const char* aliasingName(Aliasing a) {
 
 // Runs one case and returns the number of wrong elements over every output; guard damage fails
 // the test directly.
-template <typename T>
-size_t runCase(uint8_t dtype, uint8_t op, size_t nInputs, size_t count, Aliasing aliasing,
-               uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::vector<T>> data(nInputs, std::vector<T>(count));
-  for (auto& rank : data) {
-    for (auto& x : rank) x = randomValue<T>(rng, op);
-  }
-  std::vector<T> scalarValues(nInputs);
-  std::vector<uint64_t> scalars(nInputs);
-  for (size_t i = 0; i < nInputs; ++i) {
-    scalarValues[i] = randomScalar<T>(rng);
-    scalars[i] = scalarBits(scalarValues[i]);
-  }
-  std::vector<T> want(count);
-  for (size_t j = 0; j < count; ++j) want[j] = referenceElement(data, j, op, scalarValues);
-
-  const size_t bytes = count * sizeof(T);
+size_t runCase(uint8_t dtype, uint8_t op, const CaseData& c, Aliasing aliasing) {
+  const size_t nInputs = c.inputs.size();
+  const size_t bytes = c.count * c.elementBytes;
   std::vector<std::unique_ptr<GuardedBuffer>> inBufs;
   std::vector<const void*> inputs;
   for (size_t i = 0; i < nInputs; ++i) {
     inBufs.push_back(std::make_unique<GuardedBuffer>(bytes));
-    if (bytes > 0) std::memcpy(inBufs.back()->data(), data[i].data(), bytes);
+    if (bytes > 0) std::memcpy(inBufs.back()->data(), c.inputs[i].data(), bytes);
     inputs.push_back(inBufs.back()->data());
   }
   std::vector<std::unique_ptr<GuardedBuffer>> outBufs;
@@ -82,47 +67,25 @@ size_t runCase(uint8_t dtype, uint8_t op, size_t nInputs, size_t count, Aliasing
   spec.nInputs = nInputs;
   spec.outputs = outputs.data();
   spec.nOutputs = outputs.size();
-  spec.scalars = op == kPreMulSum ? scalars.data() : nullptr;
+  spec.scalars = op == kPreMulSum ? c.scalars.data() : nullptr;
   spec.nRanks = nInputs;
-  reduceRange(spec, 0, count);
+  reduceRange(spec, 0, c.count);
 
   size_t wrong = 0;
-  for (void* out : outputs) wrong += countWrong(static_cast<const T*>(out), want);
+  for (void* out : outputs) wrong += countWrongElements(static_cast<const uint8_t*>(out), c);
   for (auto& b : inBufs) EXPECT_TRUE(b->guardsIntact());
   for (auto& b : outBufs) EXPECT_TRUE(b->guardsIntact());
   return wrong;
 }
 
-size_t runCaseAs(uint8_t dtype, uint8_t op, size_t nInputs, size_t count, Aliasing aliasing) {
-  const uint64_t seed = dtype * 1000003u + op * 10007u + nInputs * 101u + count;
-  switch (dtype) {
-    case kInt8:
-      return runCase<int8_t>(dtype, op, nInputs, count, aliasing, seed);
-    case kUint8:
-      return runCase<uint8_t>(dtype, op, nInputs, count, aliasing, seed);
-    case kInt32:
-      return runCase<int32_t>(dtype, op, nInputs, count, aliasing, seed);
-    case kUint32:
-      return runCase<uint32_t>(dtype, op, nInputs, count, aliasing, seed);
-    case kInt64:
-      return runCase<int64_t>(dtype, op, nInputs, count, aliasing, seed);
-    case kUint64:
-      return runCase<uint64_t>(dtype, op, nInputs, count, aliasing, seed);
-    case kFloat32:
-      return runCase<float>(dtype, op, nInputs, count, aliasing, seed);
-    case kFloat64:
-      return runCase<double>(dtype, op, nInputs, count, aliasing, seed);
-  }
-  ADD_FAILURE() << "no test type for dtype " << int(dtype);
-  return 0;
-}
-
 void expectAllCorrect(uint8_t dtype, uint8_t op, size_t nInputs, size_t count) {
+  const uint64_t seed = dtype * 1000003u + op * 10007u + nInputs * 101u + count;
+  const CaseData c = makeCase(dtype, op, nInputs, count, seed);
   for (Aliasing aliasing : {Aliasing::Separate, Aliasing::AllInPlace, Aliasing::RootInPlace}) {
     SCOPED_TRACE(std::string(dtypeName(dtype)) + " " + redopName(op) + " inputs " +
                  std::to_string(nInputs) + " count " + std::to_string(count) + " " +
                  aliasingName(aliasing));
-    EXPECT_EQ(runCaseAs(dtype, op, nInputs, count, aliasing), 0u);
+    EXPECT_EQ(runCase(dtype, op, c, aliasing), 0u);
   }
 }
 
@@ -151,15 +114,20 @@ TEST_P(ReduceLargeTest, MatchesReferenceOverManyChunks) {
   expectAllCorrect(dtype, op, nInputs, (size_t{1} << 20) + 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Some, ReduceLargeTest,
-                         ::testing::Values(std::make_tuple(kFloat32, kSum, size_t{2}),
-                                           std::make_tuple(kFloat64, kAvg, size_t{3}),
-                                           std::make_tuple(kFloat32, kPreMulSum, size_t{4}),
-                                           std::make_tuple(kInt8, kProd, size_t{4}),
-                                           std::make_tuple(kUint8, kAvg, size_t{3}),
-                                           std::make_tuple(kInt32, kMin, size_t{4}),
-                                           std::make_tuple(kUint64, kPreMulSum, size_t{3}),
-                                           std::make_tuple(kInt64, kMax, size_t{2})));
+INSTANTIATE_TEST_SUITE_P(
+    Some, ReduceLargeTest,
+    ::testing::Values(
+        std::make_tuple(kFloat32, kSum, size_t{2}), std::make_tuple(kFloat64, kAvg, size_t{3}),
+        std::make_tuple(kFloat32, kPreMulSum, size_t{4}), std::make_tuple(kInt8, kProd, size_t{4}),
+        std::make_tuple(kUint8, kAvg, size_t{3}), std::make_tuple(kInt32, kMin, size_t{4}),
+        std::make_tuple(kUint64, kPreMulSum, size_t{3}), std::make_tuple(kInt64, kMax, size_t{2}),
+        std::make_tuple(kFloat16, kSum, size_t{2}), std::make_tuple(kBfloat16, kAvg, size_t{3}),
+        std::make_tuple(kFp8e4m3, kPreMulSum, size_t{4}),
+        std::make_tuple(kFp8e5m2, kProd, size_t{3}), std::make_tuple(kFloat16, kMin, size_t{4})),
+    [](const auto& info) {
+      return std::string(dtypeName(std::get<0>(info.param))) + "_" +
+             redopName(std::get<1>(info.param)) + "_" + std::to_string(std::get<2>(info.param));
+    });
 
 }  // namespace
 }  // namespace hc::coll

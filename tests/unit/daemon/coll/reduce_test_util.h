@@ -1,5 +1,6 @@
 // Helpers of the reduce tests: dtype and operator codes written out independently of the library,
-// guarded buffers, seeded data whose reductions are exact, and the reference reduction.
+// guarded buffers, seeded data whose reductions are exact, and the reference reduction of the
+// integer, fp32 and fp64 dtypes (reduce_narrow_reference.h has the fp16, bf16 and fp8 ones).
 #pragma once
 
 #include <algorithm>
@@ -33,8 +34,10 @@ enum : uint8_t {
   kFp8e5m2
 };
 enum : uint8_t { kSum = 0, kProd, kMax, kMin, kAvg, kPreMulSum };
-inline const uint8_t kSupported[] = {kInt8,  kUint8,  kInt32,   kUint32,
-                                     kInt64, kUint64, kFloat32, kFloat64};
+inline const uint8_t kSupported[] = {kInt8,    kUint8,   kInt32,   kUint32,   kInt64,   kUint64,
+                                     kFloat16, kFloat32, kFloat64, kBfloat16, kFp8e4m3, kFp8e5m2};
+inline const uint8_t kNarrowFloats[] = {kFloat16, kBfloat16, kFp8e4m3, kFp8e5m2};
+inline constexpr size_t kElementBytes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};  // by dtype
 inline const uint8_t kOps[] = {kSum, kProd, kMax, kMin, kAvg, kPreMulSum};
 
 // A buffer of `count` elements between two guard zones that must never change.
@@ -150,6 +153,55 @@ size_t countWrong(const T* got, const std::vector<T>& want) {
   size_t wrong = 0;
   for (size_t j = 0; j < want.size(); ++j) wrong += std::memcmp(&got[j], &want[j], sizeof(T)) != 0;
   return wrong;
+}
+
+// One reduction's data as bytes, whatever the dtype: every rank's input, the PreMulSum scalars
+// (one per rank, in the dtype's bits) and the expected result.
+struct CaseData {
+  size_t elementBytes = 0;
+  size_t count = 0;
+  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<uint64_t> scalars;
+  std::vector<uint8_t> want;
+};
+
+// Elements of got[0, count) whose bytes differ from the expected ones.
+inline size_t countWrongElements(const uint8_t* got, const CaseData& c) {
+  size_t wrong = 0;
+  for (size_t j = 0; j < c.count; ++j) {
+    const size_t at = j * c.elementBytes;
+    wrong += std::memcmp(got + at, c.want.data() + at, c.elementBytes) != 0;
+  }
+  return wrong;
+}
+
+template <typename T>
+std::vector<uint8_t> asBytes(const std::vector<T>& v) {
+  std::vector<uint8_t> bytes(v.size() * sizeof(T));
+  if (!bytes.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+  return bytes;
+}
+
+template <typename T>
+CaseData makeWideCase(uint8_t op, size_t nInputs, size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<T>> data(nInputs, std::vector<T>(count));
+  for (auto& rank : data) {
+    for (auto& x : rank) x = randomValue<T>(rng, op);
+  }
+  std::vector<T> scalarValues(nInputs);
+  CaseData c;
+  c.elementBytes = sizeof(T);
+  c.count = count;
+  for (size_t i = 0; i < nInputs; ++i) {
+    scalarValues[i] = randomScalar<T>(rng);
+    c.scalars.push_back(scalarBits(scalarValues[i]));
+  }
+  std::vector<T> want(count);
+  for (size_t j = 0; j < count; ++j) want[j] = referenceElement(data, j, op, scalarValues);
+  for (const auto& rank : data) c.inputs.push_back(asBytes(rank));
+  c.want = asBytes(want);
+  return c;
 }
 
 }  // namespace hc::coll::testing
