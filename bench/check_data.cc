@@ -6,6 +6,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "tests/integration/narrow_float.h"
+
 namespace hc::bench {
 namespace {
 
@@ -23,13 +25,16 @@ struct Generator {
   hc_redop_t redop;
   int64_t lo = 0, hi = 0;  // inputs of sum/avg/max/min/copies lie in [lo, hi]
   int maxDoublings = 0;    // prod: ranks below this may contribute a factor 2
+  int contributors = 0;    // ranks from this one on contribute 0 (sums of narrow floats)
   bool isSigned = false;
 
   Generator(const DataSpec& s, int64_t typeMax, bool isSignedType, int productBits)
-      : seed(s.seed), redop(s.redop), isSigned(isSignedType) {
+      : seed(s.seed), redop(s.redop), contributors(s.nranks), isSigned(isSignedType) {
     if (redop == HC_SUM || redop == HC_AVG) {
-      // n inputs of magnitude hi must sum within the type (int8 with 64 ranks: hi = 1).
+      // n inputs of magnitude hi must sum within the type (int8 with 64 ranks: hi = 1); when
+      // even hi = 1 is too much (fp8 with many ranks), only the first ranks contribute.
       hi = std::max<int64_t>(1, std::min<int64_t>(3, typeMax / s.nranks));
+      contributors = static_cast<int>(std::min<int64_t>(s.nranks, typeMax / hi));
       // avg of integers divides after the sum, which truncates: keep sums non-negative so
       // truncation and flooring agree.
       lo = isSigned && redop == HC_SUM ? -hi : 0;
@@ -41,6 +46,7 @@ struct Generator {
   }
 
   int64_t value(int rank, size_t index) const {
+    if (rank >= contributors) return 0;
     uint64_t h = mix(seed ^ (uint64_t(rank) + 1) * 0x9e3779b97f4a7c15ull ^
                      (uint64_t(index) + 1) * 0xd6e8feb86659fd93ull);
     if (redop == HC_PROD) {
@@ -76,27 +82,51 @@ struct Generator {
 };
 
 template <typename T>
+constexpr bool kNarrow = integ::kIsNarrowFloat<T>;
+
+template <typename T>
 Generator generatorFor(const DataSpec& s) {
-  using L = std::numeric_limits<T>;
-  int64_t typeMax = std::is_floating_point_v<T>
-                        ? (int64_t{1} << 53)
-                        : static_cast<int64_t>(std::min<uint64_t>(L::max(), uint64_t{1} << 62));
-  // Products of powers of two must fit the type and the int64 reference.
-  int bits = std::is_floating_point_v<T> ? 62 : std::min(62, L::digits - 1);
-  return Generator(s, typeMax, L::is_signed, bits);
+  if constexpr (kNarrow<T>) {
+    // Integers up to 2^significand are exact; products of 2s up to the largest power of two.
+    const int64_t typeMax = int64_t{1} << integ::significandBits<T>();
+    const int maxExp =
+        static_cast<int>(std::floor(std::log2(integ::maxFiniteMiniFloat(T::format()))));
+    return Generator(s, typeMax, true, std::min(62, maxExp));
+  } else {
+    using L = std::numeric_limits<T>;
+    int64_t typeMax = std::is_floating_point_v<T>
+                          ? (int64_t{1} << 53)
+                          : static_cast<int64_t>(std::min<uint64_t>(L::max(), uint64_t{1} << 62));
+    // Products of powers of two must fit the type and the int64 reference.
+    int bits = std::is_floating_point_v<T> ? 62 : std::min(62, L::digits - 1);
+    return Generator(s, typeMax, L::is_signed, bits);
+  }
+}
+
+template <typename T>
+T fromInteger(int64_t v) {
+  if constexpr (kNarrow<T>) {
+    return T::fromFloat(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
 }
 
 template <typename T>
 void fillTyped(const DataSpec& s, int rank, size_t first, size_t n, void* buf) {
   Generator g = generatorFor<T>(s);
   T* p = static_cast<T*>(buf);
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(g.value(rank, first + i));
+  for (size_t i = 0; i < n; ++i) p[i] = fromInteger<T>(g.value(rank, first + i));
 }
 
 template <typename T>
 bool matches(T got, int64_t expected, bool average, int nranks) {
   if (average) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (kNarrow<T>) {
+      // The fp32 sum (exact) times (float)(1/n), rounded once to T.
+      float want = static_cast<float>(expected) * static_cast<float>(1.0 / nranks);
+      return got == T::fromFloat(want);
+    } else if constexpr (std::is_floating_point_v<T>) {
       double want = static_cast<double>(expected) / nranks;
       double tol = 8 * std::numeric_limits<T>::epsilon() * std::max(1.0, std::fabs(want));
       return std::fabs(static_cast<double>(got) - want) <= tol;
@@ -104,7 +134,7 @@ bool matches(T got, int64_t expected, bool average, int nranks) {
       return got == static_cast<T>(expected / nranks);
     }
   }
-  return got == static_cast<T>(expected);
+  return got == fromInteger<T>(expected);
 }
 
 template <typename T>
@@ -124,7 +154,7 @@ size_t wrongCopiedTyped(const DataSpec& s, int src, size_t first, size_t n, cons
   Generator g = generatorFor<T>(s);
   const T* p = static_cast<const T*>(buf);
   size_t wrong = 0;
-  for (size_t i = 0; i < n; ++i) wrong += p[i] != static_cast<T>(g.value(src, first + i));
+  for (size_t i = 0; i < n; ++i) wrong += !(p[i] == fromInteger<T>(g.value(src, first + i)));
   return wrong;
 }
 
@@ -145,6 +175,14 @@ auto dispatch(hc_dtype_t dtype, F&& f) {
       return f(uint64_t{});
     case HC_FLOAT64:
       return f(double{});
+    case HC_FLOAT16:
+      return f(integ::Half{});
+    case HC_BFLOAT16:
+      return f(integ::BFloat16{});
+    case HC_FLOAT8E4M3:
+      return f(integ::Fp8E4M3{});
+    case HC_FLOAT8E5M2:
+      return f(integ::Fp8E5M2{});
     default:
       return f(float{});
   }
@@ -158,7 +196,8 @@ void fillInput(const DataSpec& spec, int rank, size_t first, size_t n, void* buf
 
 void fillSentinel(hc_dtype_t dtype, size_t n, void* buf) {
   // int8 123 and uint8 238 lie above every checked input range (Generator); the wider types get
-  // values in the billions or beyond.
+  // values in the billions or beyond; fp16 0x7b7b is 61280, e4m3 0x7b 352 and e5m2 0x7b 57344,
+  // all beyond the narrow floats' input ranges.
   std::memset(buf, dtype == HC_UINT8 ? 0xee : 0x7b, n * dtypeSize(dtype));
 }
 

@@ -1,9 +1,13 @@
 // Seeded data for hc-perf's checked runs (-c 1). Every input is a small integer chosen so that
 // the reduction over all ranks is exact in the element type, whatever order the daemon reduces
-// in: sums stay within the type's range, products are powers of two that fit, min/max are exact
-// by nature. The bench computes the expected values itself from the seed, rank and element index,
-// without the daemon's code. One exception: float avg, which NCCL defines as a sum of x * (1/n),
-// is compared within a few ulps because 1/n is inexact for n that are not powers of two.
+// in: sums stay within the type's range (for fp16, bf16 and fp8: within the integers the
+// significand holds exactly, so with many ranks only the first few contribute non-zero values),
+// products are powers of two that fit, min/max are exact by nature. The bench computes the
+// expected values itself from the seed, rank and element index, without the daemon's code. Avg of
+// float and double, which NCCL defines as the sum times 1/n, is compared within a few ulps because
+// 1/n is inexact for n that are not powers of two; avg of the narrow floats is exact: the fp32 sum
+// times (float)(1/n), rounded once to the type (what the daemon promises), computed here by the
+// integration tests' independent conversions.
 #pragma once
 
 #include <cstddef>

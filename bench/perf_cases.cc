@@ -30,6 +30,23 @@ Case makeCase(OpKind op, hc_dtype_t dtype, hc_redop_t redop, int root, size_t si
       c.sendCount = c.recvCount * n;
       c.recvInplaceOffset = c.recvCount;
       break;
+    case OpKind::AllToAll:  // size = each rank's whole send (and receive) buffer
+      c.count = count / n;
+      c.sendCount = c.recvCount = c.count * n;
+      break;
+    case OpKind::Gather:  // size = the root's gathered bytes
+      c.sendCount = c.count = count / n;
+      c.recvCount = c.sendCount * n;
+      c.sendInplaceOffset = c.sendCount;
+      break;
+    case OpKind::Scatter:  // size = the root's scattered bytes
+      c.recvCount = c.count = count / n;
+      c.sendCount = c.recvCount * n;
+      c.recvInplaceOffset = c.recvCount;
+      break;
+    case OpKind::SendRecv:  // size = the bytes each rank sends (and receives)
+      c.sendCount = c.recvCount = c.count = count;
+      break;
     case OpKind::Barrier:
       break;
   }
@@ -80,9 +97,13 @@ double busFactor(OpKind op, int nranks) {
       return 2.0 * (n - 1) / n;
     case OpKind::AllGather:
     case OpKind::ReduceScatter:
+    case OpKind::AllToAll:
+    case OpKind::Gather:
+    case OpKind::Scatter:
       return (n - 1) / n;
     case OpKind::Broadcast:
     case OpKind::Reduce:
+    case OpKind::SendRecv:
       return 1.0;
     case OpKind::Barrier:
       return 0.0;

@@ -19,8 +19,9 @@ struct Case {
   size_t count;      // the count column: the count passed to the call
   size_t sendCount;  // elements in the send buffer
   size_t recvCount;  // elements in the receive buffer
-  // In-place layout, in elements, times the rank (nccl-tests): allgather sends from
-  // recv + rank * sendInplaceOffset; reduce-scatter receives into send + rank * recvInplaceOffset.
+  // In-place layout, in elements, times the rank (nccl-tests): allgather and gather send from
+  // recv + rank * sendInplaceOffset; reduce-scatter and scatter receive into
+  // send + rank * recvInplaceOffset.
   size_t sendInplaceOffset;
   size_t recvInplaceOffset;
   int group;         // index of the (op, dtype, redop) table this row belongs to
@@ -30,7 +31,8 @@ struct Case {
 
 std::vector<Case> buildCases(const Options& opts);
 
-// nccl-tests bus bandwidth factors: busbw = algbw * factor.
+// nccl-tests bus bandwidth factors: busbw = algbw * factor: allreduce 2(n-1)/n; allgather,
+// reduce_scatter, alltoall, gather and scatter (n-1)/n; broadcast, reduce and sendrecv 1.
 double busFactor(OpKind op, int nranks);
 
 // Bytes per rank the largest buffer of any case needs (each rank allocates this once).

@@ -15,14 +15,21 @@ constexpr std::pair<const char*, OpKind> kOps[] = {
     {"reduce", OpKind::Reduce},
     {"allgather", OpKind::AllGather},
     {"reduce_scatter", OpKind::ReduceScatter},
+    {"alltoall", OpKind::AllToAll},
+    {"gather", OpKind::Gather},
+    {"scatter", OpKind::Scatter},
+    {"sendrecv", OpKind::SendRecv},
     {"barrier", OpKind::Barrier},
 };
 
-// The types the daemon reduces exactly on small integers; fp16/bf16/fp8 need their own checks.
+// nccl-tests' names first (the ones the table prints), then aliases.
 constexpr std::pair<const char*, hc_dtype_t> kDtypes[] = {
-    {"int8", HC_INT8},       {"uint8", HC_UINT8},    {"int32", HC_INT32},     {"uint32", HC_UINT32},
-    {"int64", HC_INT64},     {"uint64", HC_UINT64},  {"float32", HC_FLOAT32}, {"float", HC_FLOAT32},
-    {"float64", HC_FLOAT64}, {"double", HC_FLOAT64},
+    {"int8", HC_INT8},         {"uint8", HC_UINT8},         {"int32", HC_INT32},
+    {"uint32", HC_UINT32},     {"int64", HC_INT64},         {"uint64", HC_UINT64},
+    {"half", HC_FLOAT16},      {"float", HC_FLOAT32},       {"double", HC_FLOAT64},
+    {"bfloat16", HC_BFLOAT16}, {"f8e4m3", HC_FLOAT8E4M3},   {"f8e5m2", HC_FLOAT8E5M2},
+    {"float16", HC_FLOAT16},   {"float32", HC_FLOAT32},     {"float64", HC_FLOAT64},
+    {"bf16", HC_BFLOAT16},     {"fp8_e4m3", HC_FLOAT8E4M3}, {"fp8_e5m2", HC_FLOAT8E5M2},
 };
 
 constexpr std::pair<const char*, hc_redop_t> kRedops[] = {
@@ -88,11 +95,14 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
   app.add_option("-w,--warmup_iters", o.warmup, "warmup iterations per size")
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("-c,--check", o.check, "check results (0/1)")->check(CLI::Range(0, 1));
-  app.add_option("-o,--op", op, "allreduce|broadcast|reduce|allgather|reduce_scatter|barrier|all");
+  app.add_option("-o,--op", op,
+                 "allreduce|broadcast|reduce|allgather|reduce_scatter|alltoall|gather|scatter|"
+                 "sendrecv|barrier|all");
   app.add_option("-d,--datatype", dtype,
-                 "int8|uint8|int32|uint32|int64|uint64|float32|float|float64|double|all");
+                 "int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|f8e4m3|f8e5m2|"
+                 "all (aliases: float16 float32 float64 bf16 fp8_e4m3 fp8_e5m2)");
   app.add_option("-r,--redop", redop, "sum|prod|max|min|avg|all");
-  app.add_option("-R,--root", o.root, "root rank of broadcast and reduce");
+  app.add_option("-R,--root", o.root, "root rank of broadcast, reduce, gather and scatter");
   app.add_option("-N,--nranks", o.nranks, "local rank processes to launch")
       ->check(CLI::Range(1, kMaxRanks));
   app.add_option("-s,--socket", o.socket,
@@ -143,26 +153,10 @@ const char* opName(OpKind op) {
 }
 
 const char* dtypeName(hc_dtype_t dtype) {
-  switch (dtype) {
-    case HC_INT8:
-      return "int8";
-    case HC_UINT8:
-      return "uint8";
-    case HC_INT32:
-      return "int32";
-    case HC_UINT32:
-      return "uint32";
-    case HC_INT64:
-      return "int64";
-    case HC_UINT64:
-      return "uint64";
-    case HC_FLOAT32:
-      return "float";
-    case HC_FLOAT64:
-      return "double";
-    default:
-      return "?";
+  for (const auto& [n, v] : kDtypes) {
+    if (v == dtype) return n;
   }
+  return "?";
 }
 
 const char* redopName(hc_redop_t redop) {
@@ -177,7 +171,12 @@ size_t dtypeSize(hc_dtype_t dtype) {
   switch (dtype) {
     case HC_INT8:
     case HC_UINT8:
+    case HC_FLOAT8E4M3:
+    case HC_FLOAT8E5M2:
       return 1;
+    case HC_FLOAT16:
+    case HC_BFLOAT16:
+      return 2;
     case HC_INT32:
     case HC_UINT32:
     case HC_FLOAT32:
@@ -195,6 +194,13 @@ bool hasRedop(OpKind op) {
   return op == OpKind::AllReduce || op == OpKind::Reduce || op == OpKind::ReduceScatter;
 }
 
-bool hasRoot(OpKind op) { return op == OpKind::Broadcast || op == OpKind::Reduce; }
+bool hasRoot(OpKind op) {
+  return op == OpKind::Broadcast || op == OpKind::Reduce || op == OpKind::Gather ||
+         op == OpKind::Scatter;
+}
+
+bool hasInPlace(OpKind op) {
+  return op != OpKind::AllToAll && op != OpKind::SendRecv && op != OpKind::Barrier;
+}
 
 }  // namespace hc::bench

@@ -1,6 +1,9 @@
-// hc-perf command line: nccl-tests flags (-b -e -f -i -n -w -c -T) plus the collective (-o),
+// hc-perf command line: nccl-tests flags (-b -e -f -i -n -w -c -T) plus the operation (-o),
 // types (-d), reduction operators (-r), root (-R), how many local ranks to launch (-N) and the
-// daemon socket (-s). Names printed in the table follow nccl-tests ("float", "sum", "none").
+// daemon socket (-s). Names printed in the table follow nccl-tests ("float", "half", "bfloat16",
+// "f8e4m3", "sum", "none"). sendrecv is nccl-tests' ring exchange (each rank sends to rank+1 and
+// receives from rank-1), so with -N 2 it measures the point-to-point bandwidth between two ranks
+// in both directions at once.
 #pragma once
 
 #include <hetero_comm/hc.h>
@@ -13,7 +16,18 @@
 
 namespace hc::bench {
 
-enum class OpKind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Barrier };
+enum class OpKind {
+  AllReduce,
+  Broadcast,
+  Reduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Gather,
+  Scatter,
+  SendRecv,
+  Barrier
+};
 
 // hc_redop_t has no "none"; collectives without a reduction carry this.
 constexpr hc_redop_t kNoRedop = HC_NUM_OPS;
@@ -51,5 +65,8 @@ const char* redopName(hc_redop_t redop);
 size_t dtypeSize(hc_dtype_t dtype);
 bool hasRedop(OpKind op);
 bool hasRoot(OpKind op);
+// Whether the operation has an in-place form (nccl-tests times none for alltoall and sendrecv,
+// and hetero-comm refuses an all-to-all in place).
+bool hasInPlace(OpKind op);
 
 }  // namespace hc::bench

@@ -70,6 +70,10 @@ void TablePrinter::printRow(const Case& c, const std::vector<CaseReport>& report
   std::printf("%12zu  %12zu  %8s  %6s  %6i", c.bytes, c.count,
               c.op == OpKind::Barrier ? "none" : dtypeName(c.dtype), redopName(c.redop), c.root);
   for (int side = 0; side < 2; ++side) {
+    if (side == 1 && !hasInPlace(c.op)) {  // not run: no in-place form
+      std::printf("  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
+      continue;
+    }
     double us = 0;
     int64_t wrong = -1;
     for (const CaseReport& r : reports) {

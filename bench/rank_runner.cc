@@ -64,11 +64,14 @@ class RankRunner {
     r.caseIndex = index;
     r.rank = rank_;
     r.wrong[0] = r.wrong[1] = -1;
+    // Operations without an in-place form report only the out-of-place side (r.timeUs[1] < 0).
+    const int sides = hasInPlace(c.op) ? 2 : 1;
+    r.timeUs[1] = -1;
     hc_status_t st = timed(c, false, opts_.warmup, nullptr);
-    for (int inPlace = 0; inPlace < 2 && st == HC_OK; ++inPlace) {
+    for (int inPlace = 0; inPlace < sides && st == HC_OK; ++inPlace) {
       st = timed(c, inPlace != 0, opts_.iters, &r.timeUs[inPlace]);
     }
-    for (int inPlace = 0; inPlace < 2 && st == HC_OK && opts_.check; ++inPlace) {
+    for (int inPlace = 0; inPlace < sides && st == HC_OK && opts_.check; ++inPlace) {
       st = checked(c, index, inPlace != 0, &r.wrong[inPlace]);
     }
     if (st == HC_OK && c.bytes <= kLatencyMaxBytes) {
@@ -86,15 +89,19 @@ class RankRunner {
     auto* r = static_cast<char*>(recv_);
     switch (c.op) {
       case OpKind::AllGather:
+      case OpKind::Gather:
         return {r + rank_ * c.sendInplaceOffset * ws, r};
       case OpKind::ReduceScatter:
+      case OpKind::Scatter:
         return {s, s + rank_ * c.recvInplaceOffset * ws};
       default:
         return {r, r};
     }
   }
 
-  hc_status_t issue(const Case& c, Buffers b, hc_request_t* req) {
+  // One operation; sendrecv is a group of two (its send request goes to *extra).
+  hc_status_t issue(const Case& c, Buffers b, hc_request_t* req, hc_request_t* extra) {
+    const int n = opts_.nranks;
     switch (c.op) {
       case OpKind::AllReduce:
         return hc_allreduce(b.send, b.recv, c.count, c.dtype, c.redop, comm_, nullptr, req);
@@ -107,10 +114,34 @@ class RankRunner {
       case OpKind::ReduceScatter:
         return hc_reduce_scatter(b.send, b.recv, c.recvCount, c.dtype, c.redop, comm_, nullptr,
                                  req);
+      case OpKind::AllToAll:
+        return hc_alltoall(b.send, b.recv, c.count, c.dtype, comm_, nullptr, req);
+      case OpKind::Gather:
+        return hc_gather(b.send, b.recv, c.count, c.dtype, c.root, comm_, nullptr, req);
+      case OpKind::Scatter:
+        return hc_scatter(b.send, b.recv, c.count, c.dtype, c.root, comm_, nullptr, req);
+      case OpKind::SendRecv: {
+        hc_status_t st = hc_group_start();
+        if (st == HC_OK) {
+          st = hc_send(b.send, c.count, c.dtype, (rank_ + 1) % n, comm_, nullptr, extra);
+        }
+        if (st == HC_OK) {
+          st = hc_recv(b.recv, c.count, c.dtype, (rank_ + n - 1) % n, comm_, nullptr, req);
+        }
+        hc_status_t end = hc_group_end();
+        return st != HC_OK ? st : end;
+      }
       case OpKind::Barrier:
         return hc_barrier(comm_, nullptr, req);
     }
     return HC_INTERNAL;
+  }
+
+  // Waits for an issued operation (both requests of a sendrecv).
+  static hc_status_t waitIssued(hc_request_t* req, hc_request_t* extra) {
+    hc_status_t st = *extra != nullptr ? hc_wait(extra) : HC_OK;
+    hc_status_t main = hc_wait(req);
+    return st != HC_OK ? st : main;
   }
 
   // Issues iters operations back to back, then waits for them in order (nccl-tests times a
@@ -120,17 +151,21 @@ class RankRunner {
   hc_status_t timed(const Case& c, bool inPlace, int iters, double* us) {
     Buffers b = buffersFor(c, inPlace);
     requests_.assign(static_cast<size_t>(iters), nullptr);
+    extras_.assign(static_cast<size_t>(iters), nullptr);
     size_t waited = 0;
     auto t0 = Clock::now();
     for (size_t i = 0; i < requests_.size(); ++i) {
       hc_status_t st;
-      while ((st = issue(c, b, &requests_[i])) == HC_NO_RESOURCE && waited < i) {
-        if ((st = hc_wait(&requests_[waited++])) != HC_OK) return st;
+      while ((st = issue(c, b, &requests_[i], &extras_[i])) == HC_NO_RESOURCE && waited < i) {
+        if ((st = waitIssued(&requests_[waited], &extras_[waited])) != HC_OK) return st;
+        ++waited;
       }
       if (st != HC_OK) return st;
     }
     for (; waited < requests_.size(); ++waited) {
-      if (hc_status_t st = hc_wait(&requests_[waited]); st != HC_OK) return st;
+      if (hc_status_t st = waitIssued(&requests_[waited], &extras_[waited]); st != HC_OK) {
+        return st;
+      }
     }
     if (us != nullptr) *us = iters > 0 ? microsSince(t0) / iters : 0.0;
     return HC_OK;
@@ -138,8 +173,9 @@ class RankRunner {
 
   hc_status_t runOnce(const Case& c, Buffers b) {
     hc_request_t req = nullptr;
-    hc_status_t st = issue(c, b, &req);
-    return st == HC_OK ? hc_wait(&req) : st;
+    hc_request_t extra = nullptr;
+    hc_status_t st = issue(c, b, &req, &extra);
+    return st == HC_OK ? waitIssued(&req, &extra) : st;
   }
 
   // One operation on seeded inputs; counts the wrong output elements this rank can see.
@@ -152,6 +188,7 @@ class RankRunner {
     fillSentinel(c.dtype, c.recvCount, recv);
     switch (c.op) {
       case OpKind::Broadcast:  // only the root's input matters; others start from the sentinel
+      case OpKind::Scatter:
         if (rank_ == c.root) fillInput(spec, rank_, 0, c.sendCount, send);
         break;
       case OpKind::Barrier:
@@ -179,6 +216,22 @@ class RankRunner {
         break;
       case OpKind::ReduceScatter:
         bad = countWrongReduced(spec, rank_ * c.recvCount, c.recvCount, recv);
+        break;
+      case OpKind::AllToAll:  // block r came from rank r's block for this rank
+        for (int r = 0; r < opts_.nranks; ++r) {
+          bad += countWrongCopied(spec, r, rank_ * c.count, c.count, recv + r * c.count * ws);
+        }
+        break;
+      case OpKind::Gather:  // non-root receive buffers are unspecified
+        for (int r = 0; r < opts_.nranks && rank_ == c.root; ++r) {
+          bad += countWrongCopied(spec, r, 0, c.count, recv + r * c.count * ws);
+        }
+        break;
+      case OpKind::Scatter:
+        bad = countWrongCopied(spec, c.root, rank_ * c.count, c.count, recv);
+        break;
+      case OpKind::SendRecv:
+        bad = countWrongCopied(spec, (rank_ + opts_.nranks - 1) % opts_.nranks, 0, c.count, recv);
         break;
       case OpKind::Barrier:
         break;
@@ -243,6 +296,7 @@ class RankRunner {
   void* send_ = nullptr;
   void* recv_ = nullptr;
   std::vector<hc_request_t> requests_;
+  std::vector<hc_request_t> extras_;  // sendrecv: the send of each timed iteration
 };
 
 }  // namespace

@@ -19,7 +19,7 @@ struct CaseReport {
   int32_t rank;
   int32_t status;     // hc_status_t: HC_OK when the case ran
   int32_t hasMedian;  // medianUs is set (size <= kLatencyMaxBytes)
-  double timeUs[2];   // average per operation: out-of-place, in-place
+  double timeUs[2];   // average per operation: out-of-place, in-place (< 0: not run)
   int64_t wrong[2];   // wrong elements of the checked runs; -1 when not checked (-c 0)
   double medianUs;    // median of blocking post + wait, out-of-place
   char message[448];  // when status != HC_OK: hc_get_error_string + hc_get_last_error

@@ -2,9 +2,11 @@
 // tests and scripts/demo start N of these against one daemon (HC_SOCKET).
 //
 //   hc_rank_worker --rank R --nranks N --id <256 hex digits>
-//                  --mode matrix|demo|loop|hang|idle|mismatch
+//                  --mode matrix|alltoallv|groups|biggroup|split|abort|badargs|demo|loop|hang|
+//                         idle|mismatch
 //                  [--seed S] [--count C] [--seconds T] [--iters K] [--stall-after K]
-//                  [--go-file PATH] [--field count|dtype|redop|root|op]
+//                  [--go-file PATH] [--field count|dtype|redop|root|op|sendcount|senddtype]
+//                  [--phase group|split] [--aborter R] [--watchdog SECONDS]
 //   hc_rank_worker --new-id   prints a fresh unique id (hc_get_unique_id) as hex
 //   hc_rank_worker --probe    exits 0 when the daemon at HC_SOCKET serves a client
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -39,7 +42,7 @@ bool parseHexId(std::string_view hex, hc_unique_id_t* id) {
   return true;
 }
 
-bool parseArgs(int argc, char** argv, WorkerOptions* o, hc_unique_id_t* id) {
+bool parseArgs(int argc, char** argv, WorkerOptions* o, hc_unique_id_t* id, int* watchdog) {
   bool haveId = false;
   auto u64 = [](const char* v) { return std::strtoull(v, nullptr, 10); };
   const std::map<std::string_view, std::function<void(const char*)>> setters = {
@@ -54,6 +57,9 @@ bool parseArgs(int argc, char** argv, WorkerOptions* o, hc_unique_id_t* id) {
       {"--stall-after", [&](const char* v) { o->stallAfter = u64(v); }},
       {"--go-file", [&](const char* v) { o->goFile = v; }},
       {"--field", [&](const char* v) { o->field = v; }},
+      {"--phase", [&](const char* v) { o->phase = v; }},
+      {"--aborter", [&](const char* v) { o->aborter = std::atoi(v); }},
+      {"--watchdog", [&](const char* v) { *watchdog = std::atoi(v); }},
   };
   if (argc % 2 != 1) return false;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -92,14 +98,21 @@ int main(int argc, char** argv) {
   hc_unique_id_t id;
   std::memset(&id, 0, sizeof(id));
   const std::map<std::string_view, int (*)(hc_comm_t, const WorkerOptions&)> modes = {
-      {"matrix", hc::integ::runMatrix}, {"demo", hc::integ::runDemo},
-      {"loop", hc::integ::runLoop},     {"hang", hc::integ::runHang},
-      {"idle", hc::integ::runIdle},     {"mismatch", hc::integ::runMismatch}};
+      {"matrix", hc::integ::runMatrix},   {"alltoallv", hc::integ::runAllToAllV},
+      {"groups", hc::integ::runGroups},   {"biggroup", hc::integ::runBigGroup},
+      {"split", hc::integ::runSplit},     {"abort", hc::integ::runAbort},
+      {"badargs", hc::integ::runBadArgs}, {"demo", hc::integ::runDemo},
+      {"loop", hc::integ::runLoop},       {"hang", hc::integ::runHang},
+      {"idle", hc::integ::runIdle},       {"mismatch", hc::integ::runMismatch}};
+  // Modes that wait on purpose (for a go file, for a stalled peer, forever) run without one.
+  int watchdog = 60;
+  const std::set<std::string_view> unwatched = {"loop", "hang", "idle", "mismatch", "demo"};
   // Checked before init: a rank that gives up after joining would leave its peers waiting.
-  if (!parseArgs(argc, argv, &o, &id) || modes.count(o.mode) == 0) {
+  if (!parseArgs(argc, argv, &o, &id, &watchdog) || modes.count(o.mode) == 0) {
     std::fprintf(stderr, "usage: hc_rank_worker --rank R --nranks N --id HEX --mode MODE ...\n");
     return hc::integ::kExitUsage;
   }
+  if (watchdog > 0 && unwatched.count(o.mode) == 0) hc::integ::startWatchdog(watchdog);
   hc_comm_t comm = nullptr;
   hc_status_t rc = hc_comm_init_rank(&comm, o.nranks, id, o.rank);
   if (rc != HC_OK) {
@@ -110,7 +123,9 @@ int main(int argc, char** argv) {
   std::printf("ready\n");
   int code = modes.at(o.mode)(comm, o);
   // A healthy communicator is destroyed cleanly (which the daemon must accept); a failed or
-  // deliberately broken one is aborted, which never waits for other ranks.
+  // deliberately broken one is aborted, which never waits for other ranks. Abort mode has ended
+  // the communicator itself.
+  if (o.mode == "abort") return code;
   if (code == hc::integ::kExitOk && o.mode != "mismatch") {
     rc = hc_comm_destroy(comm);
     if (rc != HC_OK) {

@@ -137,6 +137,48 @@ Result<ipc::CompletionEntry> RawClient::waitCompletion(uint64_t requestId,
   }
 }
 
+Result<std::vector<ipc::CompletionEntry>> RawClient::waitCompletions(
+    const std::vector<uint64_t>& ids, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<ipc::CompletionEntry> out(ids.size());
+  std::vector<bool> have(ids.size(), false);
+  size_t missing = ids.size();
+  ipc::CompletionEntry c;
+  while (missing > 0) {
+    ipc::PopResult r = view_.completion.pop(&c);
+    if (r == ipc::PopResult::Corrupt) return internalError("completion ring is corrupt");
+    if (r == ipc::PopResult::Ok) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (!have[i] && ids[i] == c.requestId) {
+          out[i] = c;
+          have[i] = true;
+          --missing;
+          break;
+        }
+      }
+      continue;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status{Code::Timeout, std::to_string(missing) + " of " + std::to_string(ids.size()) +
+                                       " requests did not complete"};
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return out;
+}
+
+Result<std::vector<ipc::CompletionEntry>> RawClient::callGroup(
+    std::vector<ipc::SubmitEntry> entries) {
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i + 1 < entries.size()) entries[i].flags |= ipc::kEntryGroupMore;
+    auto id = submit(entries[i]);
+    if (!id.isOk()) return id.status();
+    ids.push_back(*id);
+  }
+  return waitCompletions(ids);
+}
+
 Result<ipc::CompletionEntry> RawClient::call(const ipc::SubmitEntry& entry) {
   auto id = submit(entry);
   if (!id.isOk()) return id.status();
@@ -156,6 +198,30 @@ Result<ipc::CompletionEntry> RawClient::commInit(int32_t nranks, int32_t rank) {
   e.rank = rank;
   e.timeoutMs = 10000;
   return call(e);
+}
+
+Result<uint64_t> RawClient::submitCommInit(const uint8_t* key, int32_t nranks, int32_t rank) {
+  ipc::SubmitEntry e{};
+  e.op = static_cast<uint8_t>(ipc::OpType::CommInit);
+  e.root = -1;
+  e.send.offset = ipc::kNoBuffer;
+  e.recv.offset = ipc::kNoBuffer;
+  std::memcpy(e.key, key, sizeof(e.key));
+  e.nranks = nranks;
+  e.rank = rank;
+  e.timeoutMs = 10000;
+  return submit(e);
+}
+
+bool RawClient::pollCompletion(ipc::CompletionEntry* out) {
+  return view_.completion.pop(out) == ipc::PopResult::Ok;
+}
+
+void randomKey(uint8_t* key) {
+  for (size_t got = 0; got < 16;) {
+    ssize_t n = ::getrandom(key + got, 16 - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
 }
 
 ipc::SubmitEntry makeEntry(ipc::OpType op, uint64_t comm, uint8_t dtype, uint8_t redop,

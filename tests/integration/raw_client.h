@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/ipc/protocol.h"
 #include "common/ipc/ring.h"
@@ -53,10 +54,20 @@ class RawClient {
   // The completion of requestId (earlier completions of other requests are dropped).
   Result<ipc::CompletionEntry> waitCompletion(uint64_t requestId,
                                               std::chrono::milliseconds timeout = kRawTimeout);
+  // The completions of every request in ids, in that order (other completions are dropped).
+  Result<std::vector<ipc::CompletionEntry>> waitCompletions(
+      const std::vector<uint64_t>& ids, std::chrono::milliseconds timeout = kRawTimeout);
+  // Submits entries as one group (kEntryGroupMore on all but the last) and waits for all of them.
+  Result<std::vector<ipc::CompletionEntry>> callGroup(std::vector<ipc::SubmitEntry> entries);
   // submit + waitCompletion.
   Result<ipc::CompletionEntry> call(const ipc::SubmitEntry& entry);
   // CommInit with a random key; returns the completion (value = handle when Ok).
   Result<ipc::CompletionEntry> commInit(int32_t nranks, int32_t rank);
+  // CommInit with the given key, submitted without waiting (the other ranks may be raw clients of
+  // the same thread); returns the request id.
+  Result<uint64_t> submitCommInit(const uint8_t* key, int32_t nranks, int32_t rank);
+  // The next completion if one is there (any request).
+  bool pollCompletion(ipc::CompletionEntry* out);
 
  private:
   UniqueFd socket_;
@@ -67,6 +78,9 @@ class RawClient {
   uint32_t nextFrameId_ = 1;
   uint64_t nextRequestId_ = 1;
 };
+
+// A random communicator key.
+void randomKey(uint8_t* key);
 
 // An entry for op on comm with both buffers at the given offsets (kNoBuffer when absent).
 ipc::SubmitEntry makeEntry(ipc::OpType op, uint64_t comm, uint8_t dtype, uint8_t redop,

@@ -7,23 +7,56 @@ namespace {
 
 constexpr uint64_t kSmallCounts[] = {0, 1, 7, 4097};
 
-// The 1Mi+3 cases dominate the run time, so not every redop x placement runs large: every dtype
-// runs allreduce, reduce_scatter and allgather large; the rest covers each code path once.
+constexpr Coll kDataColls[] = {
+    Coll::AllReduce, Coll::Broadcast, Coll::Reduce, Coll::AllGather, Coll::ReduceScatter,
+    Coll::AllToAll,  Coll::AllToAllV, Coll::Gather, Coll::Scatter,   Coll::SendRecv};
+
+bool isNarrow(hc_dtype_t d) {
+  return d == HC_FLOAT16 || d == HC_BFLOAT16 || d == HC_FLOAT8E4M3 || d == HC_FLOAT8E5M2;
+}
+
+// The 1Mi+3 cases dominate the run time (verifying a million elements costs far more than the
+// operation), so only a subset runs large: every dtype through allreduce sum, and each operation,
+// operator and placement through a few dtypes, enough to cover every large-message code path.
 bool runsBig(Coll coll, hc_dtype_t dtype, Red red, bool inPlace) {
-  bool core = dtype == HC_INT32 || dtype == HC_FLOAT32;
+  const bool f32 = dtype == HC_FLOAT32;
   switch (coll) {
-    case Coll::AllGather:
-      return true;
     case Coll::AllReduce:
-      if (red == Red::Sum) return true;
-      if (red == Red::Avg || red == Red::PreMul) return !inPlace;
-      return core && !inPlace;
+      switch (red) {
+        case Red::Sum:
+          return !inPlace || f32 || dtype == HC_BFLOAT16;
+        case Red::Avg:
+          return !inPlace && (f32 || dtype == HC_INT32 || dtype == HC_FLOAT8E4M3);
+        case Red::PreMul:
+          return !inPlace && (dtype == HC_FLOAT16 || dtype == HC_INT64);
+        case Red::PreMulBuffer:
+          return !inPlace && f32;
+        case Red::Max:
+          return !inPlace && dtype == HC_INT32;
+        case Red::Min:
+          return !inPlace && dtype == HC_FLOAT8E5M2;
+        case Red::Prod:
+          return !inPlace && dtype == HC_FLOAT64;
+      }
+      return false;
+    case Coll::AllGather:  // copies move bytes: the element type hardly matters
+      return inPlace ? f32 : dtype == HC_INT8 || dtype == HC_FLOAT16 || dtype == HC_FLOAT64;
     case Coll::ReduceScatter:
-      return red == Red::Sum || (core && !inPlace);
+      if (red == Red::Sum) {
+        return inPlace ? f32 : f32 || dtype == HC_INT32 || dtype == HC_BFLOAT16;
+      }
+      return red == Red::Max && dtype == HC_INT32 && !inPlace;
     case Coll::Broadcast:
       return (dtype == HC_FLOAT64 || dtype == HC_UINT8) && !inPlace;
     case Coll::Reduce:
-      return (dtype == HC_INT64 || dtype == HC_FLOAT32) && red == Red::Sum;
+      return (dtype == HC_INT64 || dtype == HC_FLOAT16) && red == Red::Sum && !inPlace;
+    case Coll::AllToAll:
+    case Coll::AllToAllV:
+    case Coll::SendRecv:
+      return f32;
+    case Coll::Gather:
+    case Coll::Scatter:
+      return f32 || (dtype == HC_INT8 && !inPlace);
     case Coll::Barrier:
       return false;
   }
@@ -46,10 +79,18 @@ std::string_view dtypeName(hc_dtype_t dtype) {
       return "int64";
     case HC_UINT64:
       return "uint64";
+    case HC_FLOAT16:
+      return "float16";
     case HC_FLOAT32:
       return "float32";
     case HC_FLOAT64:
       return "float64";
+    case HC_BFLOAT16:
+      return "bfloat16";
+    case HC_FLOAT8E4M3:
+      return "fp8_e4m3";
+    case HC_FLOAT8E5M2:
+      return "fp8_e5m2";
     default:
       return "dtype?";
   }
@@ -74,7 +115,9 @@ std::string_view redName(Red red) {
     case Red::Avg:
       return "avg";
     case Red::PreMul:
-      return "premul_sum";
+      return "premul_sum(immediate)";
+    case Red::PreMulBuffer:
+      return "premul_sum(buffer)";
   }
   return "red?";
 }
@@ -91,6 +134,16 @@ std::string_view collName(Coll coll) {
       return "allgather";
     case Coll::ReduceScatter:
       return "reduce_scatter";
+    case Coll::AllToAll:
+      return "alltoall";
+    case Coll::AllToAllV:
+      return "alltoallv";
+    case Coll::Gather:
+      return "gather";
+    case Coll::Scatter:
+      return "scatter";
+    case Coll::SendRecv:
+      return "sendrecv";
     case Coll::Barrier:
       return "barrier";
   }
@@ -101,7 +154,17 @@ bool isReduction(Coll coll) {
   return coll == Coll::AllReduce || coll == Coll::Reduce || coll == Coll::ReduceScatter;
 }
 
-bool hasRoot(Coll coll) { return coll == Coll::Broadcast || coll == Coll::Reduce; }
+bool hasRoot(Coll coll) {
+  return coll == Coll::Broadcast || coll == Coll::Reduce || coll == Coll::Gather ||
+         coll == Coll::Scatter;
+}
+
+bool hasInPlace(Coll coll) {
+  // All-to-all cannot run in place (every block is read by one rank and overwritten by
+  // another); the library refuses it, which badargs mode checks.
+  return coll != Coll::AllToAll && coll != Coll::AllToAllV && coll != Coll::SendRecv &&
+         coll != Coll::Barrier;
+}
 
 std::string describe(const Case& c) {
   std::string s(collName(c.coll));
@@ -111,15 +174,66 @@ std::string describe(const Case& c) {
   s += " count=" + std::to_string(c.count);
   if (hasRoot(c.coll)) s += " root=" + std::to_string(c.root);
   s += c.inPlace ? " in-place" : " out-of-place";
+  if (c.mem == Mem::User) s += " user-memory";
+  if (c.special == Special::Saturate) s += " saturating-values";
+  if (c.special == Special::NaN) s += " nan-values";
+  if (c.coll == Coll::AllToAllV) {
+    const char* names[] = {"mixed", "all-zero", "only-self", "silent-rank0", "ring"};
+    s += std::string(" pattern=") + names[static_cast<int>(c.pattern)];
+  }
   return s;
+}
+
+uint64_t alltoallvCount(const Case& c, int src, int dst, int nranks) {
+  switch (c.pattern) {
+    case Pattern::Mixed: {
+      // A quarter of the pairs send nothing; the rest a third, two thirds or all of the count.
+      uint64_t pick = (static_cast<uint64_t>(src) * 3 + static_cast<uint64_t>(dst) + c.seed) % 4;
+      return c.count * pick / 3;
+    }
+    case Pattern::AllZero:
+      return 0;
+    case Pattern::OnlySelf:
+      return src == dst ? c.count : 0;
+    case Pattern::SilentRank0:
+      return src == 0 ? 0 : c.count;
+    case Pattern::Ring:
+      return dst == (src + 1) % nranks ? c.count : 0;
+  }
+  return 0;
+}
+
+AllToAllVLayout alltoallvLayout(const Case& c, int rank, int nranks) {
+  AllToAllVLayout l;
+  const size_t n = static_cast<size_t>(nranks);
+  l.sendCounts.resize(n);
+  l.sendDispls.resize(n);
+  l.recvCounts.resize(n);
+  l.recvDispls.resize(n);
+  // One element of gap after every block, so a write past a block's end shows up.
+  for (int j = nranks - 1; j >= 0; --j) {
+    l.sendCounts[j] = alltoallvCount(c, rank, j, nranks);
+    l.sendDispls[j] = l.sendExtent;
+    l.sendExtent += l.sendCounts[j] + 1;
+  }
+  for (int j = 0; j < nranks; ++j) {
+    l.recvCounts[j] = alltoallvCount(c, j, rank, nranks);
+    l.recvDispls[j] = l.recvExtent;
+    l.recvExtent += l.recvCounts[j] + 1;
+  }
+  return l;
 }
 
 std::vector<Case> matrixCases(int nranks, uint64_t seed) {
   std::vector<Case> cases;
-  const Coll colls[] = {Coll::AllReduce, Coll::Broadcast, Coll::Reduce, Coll::AllGather,
-                        Coll::ReduceScatter};
+  auto add = [&](Case c) {
+    c.seed = seed + cases.size();
+    // Cycling the root through every rank across cases covers root != 0.
+    c.root = static_cast<int>(cases.size() % static_cast<size_t>(nranks));
+    cases.push_back(c);
+  };
   for (hc_dtype_t dtype : kAllDtypes) {
-    for (Coll coll : colls) {
+    for (Coll coll : kDataColls) {
       std::vector<Red> reds = {Red::Sum};
       if (isReduction(coll)) reds.assign(std::begin(kAllReds), std::end(kAllReds));
       for (Red red : reds) {
@@ -127,16 +241,58 @@ std::vector<Case> matrixCases(int nranks, uint64_t seed) {
         counts.push_back(kBigCount);
         for (uint64_t count : counts) {
           for (bool inPlace : {false, true}) {
+            if (inPlace && !hasInPlace(coll)) continue;
             if (count == kBigCount && !runsBig(coll, dtype, red, inPlace)) continue;
-            Case c{coll, dtype, red, count, inPlace, 0, seed + cases.size()};
-            // Cycling the root through every rank across cases covers root != 0.
-            c.root = static_cast<int>(cases.size() % static_cast<size_t>(nranks));
-            cases.push_back(c);
+            add(Case{coll, dtype, red, count, inPlace});
           }
         }
       }
     }
-    cases.push_back(Case{Coll::Barrier, dtype, Red::Sum, 0, false, 0, seed + cases.size()});
+    add(Case{Coll::Barrier, dtype});
+    if (isNarrow(dtype)) {
+      for (uint64_t count : {7, 4097}) {
+        add(Case{Coll::AllReduce, dtype, Red::Sum, count, false, 0, 0, Mem::Shared, Special::NaN});
+        if (dtype == HC_FLOAT8E4M3 || dtype == HC_FLOAT8E5M2) {
+          add(Case{Coll::AllReduce, dtype, Red::Sum, count, count == 7, 0, 0, Mem::Shared,
+                   Special::Saturate});
+        }
+      }
+    }
+  }
+  // Plain heap memory, which the client stages through its segment: every operation, both
+  // placements, a reduction type of each family.
+  for (Coll coll : kDataColls) {
+    for (hc_dtype_t dtype : {HC_FLOAT32, HC_BFLOAT16}) {
+      for (uint64_t count : {7, 4097}) {
+        for (bool inPlace : {false, true}) {
+          if (inPlace && !hasInPlace(coll)) continue;
+          add(Case{coll, dtype, isReduction(coll) ? Red::PreMul : Red::Sum, count, inPlace, 0, 0,
+                   Mem::User});
+        }
+      }
+    }
+  }
+  add(Case{Coll::AllReduce, HC_FLOAT32, Red::Sum, kBigCount, false, 0, 0, Mem::User});
+  add(Case{Coll::AllToAll, HC_INT32, Red::Sum, kBigCount, false, 0, 0, Mem::User});
+  return cases;
+}
+
+std::vector<Case> alltoallvCases(uint64_t seed) {
+  std::vector<Case> cases;
+  const Pattern patterns[] = {Pattern::AllZero, Pattern::OnlySelf, Pattern::SilentRank0,
+                              Pattern::Ring, Pattern::Mixed};
+  const hc_dtype_t dtypes[] = {HC_INT32, HC_FLOAT16, HC_FLOAT8E4M3, HC_FLOAT64};
+  for (Pattern pattern : patterns) {
+    for (size_t d = 0; d < std::size(dtypes); ++d) {
+      for (uint64_t count : {1, 4097}) {
+        Case c{Coll::AllToAllV, dtypes[d], Red::Sum, count, false, 0, seed + cases.size()};
+        c.pattern = pattern;
+        for (Mem mem : {Mem::Shared, Mem::User}) {
+          c.mem = mem;
+          cases.push_back(c);
+        }
+      }
+    }
   }
   return cases;
 }
@@ -144,9 +300,7 @@ std::vector<Case> matrixCases(int nranks, uint64_t seed) {
 std::vector<Case> demoCases(int nranks, uint64_t seed) {
   std::vector<Case> cases;
   const uint64_t counts[] = {1, 4097, kBigCount};
-  const Coll colls[] = {Coll::AllReduce, Coll::Broadcast, Coll::Reduce, Coll::AllGather,
-                        Coll::ReduceScatter};
-  for (Coll coll : colls) {
+  for (Coll coll : kDataColls) {
     for (uint64_t count : counts) {
       Case c{coll, HC_FLOAT32, Red::Sum, count, false, 0, seed + cases.size()};
       c.root = nranks - 1;
@@ -154,6 +308,8 @@ std::vector<Case> demoCases(int nranks, uint64_t seed) {
     }
   }
   cases.push_back(Case{Coll::AllReduce, HC_INT64, Red::Avg, 4097, true, 0, seed + cases.size()});
+  cases.push_back(
+      Case{Coll::AllReduce, HC_BFLOAT16, Red::Sum, 4097, false, 0, seed + cases.size()});
   cases.push_back(Case{Coll::Barrier, HC_INT8, Red::Sum, 0, false, 0, seed + cases.size()});
   return cases;
 }

@@ -1,9 +1,10 @@
-// The collective cases the rank worker runs, and the runner that executes and verifies one case
-// on one rank. Every rank builds the same case list, so op k is the same collective everywhere.
+// The cases the rank worker runs, and the runner that executes and verifies one case on one rank.
+// Every rank builds the same case list, so op k is the same operation everywhere.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,31 +13,74 @@
 
 namespace hc::integ {
 
-enum class Coll { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Barrier };
+// SendRecv is a ring exchange in one group: each rank sends to rank+1 and receives from rank-1.
+enum class Coll {
+  AllReduce,
+  Broadcast,
+  Reduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  AllToAllV,
+  Gather,
+  Scatter,
+  SendRecv,
+  Barrier
+};
+
+// Shared: buffers from hc_mem_alloc, which the daemon maps. User: plain heap memory the client
+// library has to stage through its segment.
+enum class Mem { Shared, User };
 
 constexpr uint64_t kBigCount = (1ull << 20) + 3;
+
+// Which pairs of an alltoallv exchange data. Mixed: seeded counts of 0, 1/3, 2/3 or all of the
+// case's count. The others stress zero counts: nothing at all, only to self, rank 0 sending
+// nothing (but receiving), each rank only to the next.
+enum class Pattern { Mixed, AllZero, OnlySelf, SilentRank0, Ring };
 
 struct Case {
   Coll coll = Coll::AllReduce;
   hc_dtype_t dtype = HC_FLOAT32;
   Red red = Red::Sum;
-  uint64_t count = 0;  // allgather: per rank sent; reduce_scatter: per rank received
+  uint64_t count = 0;  // allgather, gather: per rank sent; reduce_scatter, scatter: per rank
+                       // received; alltoall: per peer; alltoallv: the largest per-peer count
   bool inPlace = false;
   int root = 0;
   uint64_t seed = 0;
+  Mem mem = Mem::Shared;
+  Special special = Special::None;   // narrow-float edge values (allreduce sum only)
+  Pattern pattern = Pattern::Mixed;  // alltoallv only
 };
 
 std::string_view collName(Coll coll);
 bool isReduction(Coll coll);
 bool hasRoot(Coll coll);
-// "allreduce int32 prod count=7 in-place" (root for broadcast/reduce).
+// Whether NCCL defines an in-place arrangement for the operation.
+bool hasInPlace(Coll coll);
+// "allreduce int32 prod count=7 in-place" (root for rooted ops, memory and edge values if set).
 std::string describe(const Case& c);
 
-// Every op x dtype x redop x count x placement, with roots varied; see worker_cases.cc for which
-// large cases run.
+// Every op x dtype x redop x count x placement, with roots varied, plus user-memory and edge-value
+// cases; see worker_cases.cc for which large cases run.
 std::vector<Case> matrixCases(int nranks, uint64_t seed);
 // Each collective once at a few sizes, for scripts/demo.
 std::vector<Case> demoCases(int nranks, uint64_t seed);
+// Every alltoallv pattern over a few dtypes and counts.
+std::vector<Case> alltoallvCases(uint64_t seed);
+
+// The alltoallv layout of one rank: per-peer counts (some zero) and displacements with gaps, send
+// blocks in reverse peer order and receive blocks in peer order, so that neither is the trivial
+// packed layout.
+struct AllToAllVLayout {
+  std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+  uint64_t sendExtent = 0;  // elements of the send buffer the layout spans
+  uint64_t recvExtent = 0;
+};
+uint64_t alltoallvCount(const Case& c, int src, int dst, int nranks);
+AllToAllVLayout alltoallvLayout(const Case& c, int rank, int nranks);
+// Extra elements every buffer needs beyond nranks * count for the alltoallv gaps.
+constexpr uint64_t alltoallvSlack(int nranks) { return 2 * static_cast<uint64_t>(nranks); }
 
 struct CaseResult {
   hc_status_t status = HC_OK;
@@ -45,7 +89,34 @@ struct CaseResult {
   std::string firstWrong;  // where the first wrong element is, and what it held
 };
 
-// Runs cases on one rank of comm. Owns two daemon-shared buffers big enough for every case.
+// The pointers one case passes and the part of the receive buffer it may write.
+struct CaseBuffers {
+  uint8_t* a = nullptr;  // out-of-place send buffer
+  uint8_t* b = nullptr;  // receive buffer, and the one buffer of in-place cases
+  const void* send = nullptr;
+  void* recv = nullptr;
+  uint64_t bExtent = 0;  // elements of b that were set to the sentinel before the call
+};
+
+// Fills the inputs of c into a or b, the sentinel into the rest of b, and sets send and recv.
+void prepareCase(const Case& c, int rank, int nranks, CaseBuffers* bufs);
+// Compares b (and a, which must be unchanged) with the independently computed results.
+void verifyCase(const Case& c, int rank, int nranks, const CaseBuffers& bufs, CaseResult* out);
+
+// Bytes one case needs in each of a and b (guard bytes included), on any rank.
+uint64_t caseBufferBytes(const Case& c, int nranks);
+
+// One transfer (send/recv pair) of rank src's seeded data, outside the case list. The sender
+// fills its buffer; the receiver sets its buffer to the sentinel, then checks what arrived (and
+// that the guard bytes after it are untouched).
+void fillTransfer(hc_dtype_t dtype, uint64_t count, uint64_t seed, int src, int nranks,
+                  uint8_t* send);
+void clearTransfer(hc_dtype_t dtype, uint64_t count, uint8_t* recv);
+void verifyTransfer(hc_dtype_t dtype, uint64_t count, uint64_t seed, int src, int nranks,
+                    const uint8_t* recv, CaseResult* out);
+
+// Runs cases on one rank of comm. Owns daemon-shared and plain heap buffers big enough for every
+// case, and the pre-multiplied-sum operators of every dtype.
 class CaseRunner {
  public:
   CaseRunner(hc_comm_t comm, int rank, int nranks);
@@ -60,14 +131,19 @@ class CaseRunner {
  private:
   hc_redop_t redopFor(const Case& c);
   hc_status_t issue(const Case& c, const void* send, void* recv);
+  void setBufferScalar(hc_dtype_t dtype, bool valid);
 
   hc_comm_t comm_;
   int rank_;
   int nranks_;
-  uint8_t* a_ = nullptr;  // out-of-place send buffer
-  uint8_t* b_ = nullptr;  // receive buffer, and the one buffer of in-place cases
   uint64_t bytes_ = 0;
+  uint8_t* a_ = nullptr;  // hc_mem_alloc
+  uint8_t* b_ = nullptr;
+  uint8_t* scalars_ = nullptr;        // hc_mem_alloc: one 16-byte slot per dtype
+  std::unique_ptr<uint8_t[]> userA_;  // plain heap memory (staging path)
+  std::unique_ptr<uint8_t[]> userB_;
   std::map<hc_dtype_t, hc_redop_t> premulOps_;
+  std::map<hc_dtype_t, hc_redop_t> premulBufferOps_;
 };
 
 }  // namespace hc::integ

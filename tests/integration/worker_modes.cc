@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -69,6 +70,53 @@ hc_status_t checkedAllreduce(hc_comm_t comm, const WorkerOptions& o, uint64_t se
 }
 
 }  // namespace
+
+hc_status_t waitFor(hc_request_t* req, int timeoutMs) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
+  for (;;) {
+    int done = 0;
+    hc_status_t rc = hc_test(req, &done);
+    if (done != 0 || rc != HC_OK) return rc;
+    if (Clock::now() >= deadline) return HC_TIMEOUT;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+namespace {
+
+struct WatchdogState {
+  std::mutex mutex;
+  std::string what = "starting";
+  Clock::time_point last = Clock::now();
+};
+
+WatchdogState& watchdogState() {
+  static WatchdogState* state = new WatchdogState();  // never destroyed: the thread outlives main
+  return *state;
+}
+
+}  // namespace
+
+void startWatchdog(int seconds) {
+  std::thread([seconds] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      WatchdogState& s = watchdogState();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (Clock::now() - s.last < std::chrono::seconds(seconds)) continue;
+      std::printf("HUNG no progress for %d s in: %s\n", seconds, s.what.c_str());
+      std::fflush(stdout);
+      ::_exit(kExitHung);
+    }
+  }).detach();
+}
+
+void watchdogNote(const std::string& what) {
+  WatchdogState& s = watchdogState();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.what = what;
+  s.last = Clock::now();
+}
 
 void printStatus(const char* tag, hc_status_t status, hc_comm_t comm) {
   const char* text = status == HC_OK ? "" : hc_get_last_error(comm);
@@ -176,6 +224,24 @@ int runMismatch(hc_comm_t comm, const WorkerOptions& o) {
   } else if (o.field == "op") {
     rc = odd ? hc_reduce(s, r, kCount, HC_INT32, HC_SUM, 0, comm, nullptr, &req)
              : hc_allreduce(s, r, kCount, HC_INT32, HC_SUM, comm, nullptr, &req);
+  } else if (o.field == "sendcount" || o.field == "senddtype") {
+    // A ring exchange in one group; rank 0's send disagrees with rank 1's receive (16 int32).
+    const int next = (o.rank + 1) % o.nranks;
+    const int prev = (o.rank + o.nranks - 1) % o.nranks;
+    const uint64_t sendCount = o.field == "sendcount" && o.rank == 0 ? kCount + 1 : kCount;
+    const hc_dtype_t sendType = o.field == "senddtype" && o.rank == 0 ? HC_FLOAT32 : HC_INT32;
+    hc_request_t sendReq = nullptr;
+    rc = hc_group_start();
+    if (rc == HC_OK) rc = hc_send(s, sendCount, sendType, next, comm, nullptr, &sendReq);
+    if (rc == HC_OK) rc = hc_recv(r, kCount, HC_INT32, prev, comm, nullptr, &req);
+    hc_status_t end = hc_group_end();
+    if (rc == HC_OK) rc = end;
+    hc_status_t sendRc = rc == HC_OK ? waitFor(&sendReq, 10000) : rc;
+    hc_status_t recvRc = rc == HC_OK ? waitFor(&req, 10000) : rc;
+    printStatus("result", sendRc != HC_OK ? sendRc : recvRc, comm);
+    rc = checkedAllreduce(comm, o, o.seed + 1, send, recv, kCount, &wrong);
+    printStatus("later", rc, comm);
+    return kExitOk;
   } else {
     std::printf("unknown --field %s\n", o.field.c_str());
     return kExitUsage;

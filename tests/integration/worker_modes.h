@@ -7,7 +7,10 @@
 //   stalled / idle             stall and idle modes reached their waiting point
 //   result status=<n> text=<t> the outcome of the operation the mode is about
 //   later status=<n> text=<t>  mismatch mode: the op after the mismatched one
-//   #wrong <n>                 matrix and demo modes: elements that differed
+//   #wrong <n>                 modes that verify data: elements that differed
+//   posted                     abort mode: the rank's pending group or split is posted
+//   check <name> status=<n> text=<t>   badargs mode: the outcome of one invalid call
+//   split rank=<r> size=<n>    split mode: this rank's place in its new communicator
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitWrong = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitOpFailed = 3;
+constexpr int kExitHung = 4;
 
 struct WorkerOptions {
   int rank = -1;
@@ -32,7 +36,9 @@ struct WorkerOptions {
   uint64_t iters = 0;       // loop mode: stop after this many iterations (0: no limit)
   uint64_t stallAfter = 0;  // loop mode: stop posting ops after this many iterations, then sleep
   std::string goFile;       // idle mode: wait until this file exists
-  std::string field;        // mismatch mode: count, dtype, redop, root or op
+  std::string field;        // mismatch mode: count, dtype, redop, root, op, sendcount, senddtype
+  std::string phase;        // abort mode: group or split (what is pending when the abort comes)
+  int aborter = -1;         // abort mode: the rank that calls hc_comm_abort (default: the last)
 };
 
 // Prints "<tag> status=<n> text=<last error of comm>".
@@ -49,5 +55,32 @@ int runHang(hc_comm_t comm, const WorkerOptions& o);
 int runIdle(hc_comm_t comm, const WorkerOptions& o);
 // A warm-up allreduce, one collective whose descriptor differs between ranks, one more allreduce.
 int runMismatch(hc_comm_t comm, const WorkerOptions& o);
+// Alltoallv layouts with zero counts (none at all, only to self, one silent sender, a ring).
+int runAllToAllV(hc_comm_t comm, const WorkerOptions& o);
+// --iters seeded random groups of sends, receives and collectives, each rank posting its group
+// in its own shuffled order.
+int runGroups(hc_comm_t comm, const WorkerOptions& o);
+// One group larger than the daemon's in-flight limit (send/recv pairs with the next rank).
+int runBigGroup(hc_comm_t comm, const WorkerOptions& o);
+// Splits into several colors (and a NOCOLOR rank), runs verified collectives on every new
+// communicator at once, then on the parent.
+int runSplit(hc_comm_t comm, const WorkerOptions& o);
+// Every rank but the last posts a group (or a split) the last rank never joins; once goFile
+// exists the aborter calls hc_comm_abort. Prints "result status=" for what each rank waited on.
+// Ends the communicator: the caller must not destroy it.
+int runAbort(hc_comm_t comm, const WorkerOptions& o);
+// Invalid arguments the client library or the daemon must refuse, then a verified exchange
+// showing the communicator still works.
+int runBadArgs(hc_comm_t comm, const WorkerOptions& o);
+
+// Waits for a request, giving up after timeoutMs (then *req is left pending): HC_TIMEOUT.
+hc_status_t waitFor(hc_request_t* req, int timeoutMs);
+
+// A thread that ends the process (exit code kExitHung, after printing "HUNG <what>") when the
+// worker makes no progress for the given time: a hang becomes a prompt, named failure, and the
+// daemon fails the peers of the vanished rank instead of letting them wait too.
+void startWatchdog(int seconds);
+// Progress: resets the watchdog's clock and names what the worker does next.
+void watchdogNote(const std::string& what);
 
 }  // namespace hc::integ

@@ -1,50 +1,15 @@
+// CaseRunner: owns one rank's buffers and operators and issues each case through the public API.
 #include <cstring>
 #include <string>
-#include <type_traits>
 
 #include "tests/integration/worker_cases.h"
 
 namespace hc::integ {
 namespace {
 
-constexpr uint8_t kSentinel = 0xA5;
-// Bytes after each receive region that must stay untouched: catches writes past the end.
-constexpr uint64_t kGuardBytes = 64;
-
-template <typename T>
-std::string toText(T v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::to_string(static_cast<double>(v));
-  } else if constexpr (std::is_signed_v<T>) {
-    return std::to_string(static_cast<int64_t>(v));
-  } else {
-    return std::to_string(static_cast<uint64_t>(v));
-  }
-}
-
-// Counts wrong elements of one case and remembers the first.
-struct Checker {
-  CaseResult* result;
-
-  template <typename T>
-  void expect(const char* where, uint64_t index, T got, T want) {
-    if (got == want) return;
-    if (result->wrong++ == 0) {
-      result->firstWrong = std::string(where) + "[" + std::to_string(index) + "] = " + toText(got) +
-                           ", expected " + toText(want);
-    }
-  }
-
-  void expectUntouched(const char* where, const uint8_t* p, uint64_t bytes) {
-    for (uint64_t i = 0; i < bytes; ++i) {
-      if (p[i] == kSentinel) continue;
-      if (result->wrong++ == 0) {
-        result->firstWrong = std::string(where) + " byte " + std::to_string(i) + " was written (" +
-                             std::to_string(p[i]) + ")";
-      }
-    }
-  }
-};
+// Room for the guard bytes and the alltoallv gaps beyond nranks * maxCount elements.
+constexpr uint64_t kSlackBytes = 4096;
+constexpr size_t kScalarSlot = 16;
 
 }  // namespace
 
@@ -53,34 +18,63 @@ CaseRunner::CaseRunner(hc_comm_t comm, int rank, int nranks)
 
 CaseRunner::~CaseRunner() {
   for (auto& [dtype, op] : premulOps_) (void)hc_redop_destroy(op, comm_);
+  for (auto& [dtype, op] : premulBufferOps_) (void)hc_redop_destroy(op, comm_);
+  (void)hc_mem_free(scalars_);
   (void)hc_mem_free(a_);
   (void)hc_mem_free(b_);
 }
 
 std::string CaseRunner::allocate(uint64_t maxCount) {
-  bytes_ = static_cast<uint64_t>(nranks_) * maxCount * sizeof(uint64_t) + kGuardBytes;
+  const uint64_t elems = static_cast<uint64_t>(nranks_) * maxCount + alltoallvSlack(nranks_);
+  bytes_ = elems * sizeof(uint64_t) + kSlackBytes;
   void* a = nullptr;
   void* b = nullptr;
-  if (hc_mem_alloc(&a, bytes_) != HC_OK || hc_mem_alloc(&b, bytes_) != HC_OK) {
+  void* s = nullptr;
+  if (hc_mem_alloc(&a, bytes_) != HC_OK || hc_mem_alloc(&b, bytes_) != HC_OK ||
+      hc_mem_alloc(&s, 4096) != HC_OK) {
     return "hc_mem_alloc(" + std::to_string(bytes_) + "): " + hc_get_last_error(nullptr);
   }
   a_ = static_cast<uint8_t*>(a);
   b_ = static_cast<uint8_t*>(b);
+  scalars_ = static_cast<uint8_t*>(s);
+  userA_ = std::make_unique<uint8_t[]>(bytes_);
+  userB_ = std::make_unique<uint8_t[]>(bytes_);
   for (hc_dtype_t dtype : kAllDtypes) {
     std::string error;
     visitDtype(dtype, [&]<typename T>() {
+      const std::string name(dtypeName(dtype));
       T scalar = premulScalar<T>(rank_);
       hc_redop_t op;
-      if (hc_redop_create_premul_sum(&op, &scalar, dtype, HC_SCALAR_HOST_IMMEDIATE, comm_) !=
-          HC_OK) {
-        error = "hc_redop_create_premul_sum(" + std::string(dtypeName(dtype)) + ") failed";
+      hc_status_t rc =
+          hc_redop_create_premul_sum(&op, &scalar, dtype, HC_SCALAR_HOST_IMMEDIATE, comm_);
+      if (rc != HC_OK) {
+        error = "hc_redop_create_premul_sum(" + name +
+                ", immediate) failed: " + hc_get_last_error(comm_);
         return;
       }
       premulOps_[dtype] = op;
+      // The buffer holds a wrong value (zero) until just before each case that uses it: a
+      // client or daemon that reads it at creation instead of when the op runs gets zeros.
+      setBufferScalar(dtype, false);
+      rc = hc_redop_create_premul_sum(&op, scalars_ + kScalarSlot * dtype, dtype, HC_SCALAR_DEVICE,
+                                      comm_);
+      if (rc != HC_OK) {
+        error =
+            "hc_redop_create_premul_sum(" + name + ", buffer) failed: " + hc_get_last_error(comm_);
+        return;
+      }
+      premulBufferOps_[dtype] = op;
     });
     if (!error.empty()) return error;
   }
   return "";
+}
+
+void CaseRunner::setBufferScalar(hc_dtype_t dtype, bool valid) {
+  visitDtype(dtype, [&]<typename T>() {
+    T v = valid ? premulScalar<T>(rank_) : narrow<T>(0);
+    std::memcpy(scalars_ + kScalarSlot * dtype, &v, sizeof(T));
+  });
 }
 
 hc_redop_t CaseRunner::redopFor(const Case& c) {
@@ -97,6 +91,8 @@ hc_redop_t CaseRunner::redopFor(const Case& c) {
       return HC_AVG;
     case Red::PreMul:
       return premulOps_.at(c.dtype);
+    case Red::PreMulBuffer:
+      return premulBufferOps_.at(c.dtype);
   }
   return HC_SUM;
 }
@@ -104,22 +100,60 @@ hc_redop_t CaseRunner::redopFor(const Case& c) {
 hc_status_t CaseRunner::issue(const Case& c, const void* send, void* recv) {
   hc_request_t req = nullptr;
   hc_status_t rc = HC_OK;
+  const hc_redop_t op = isReduction(c.coll) ? redopFor(c) : HC_SUM;
   switch (c.coll) {
     case Coll::AllReduce:
-      rc = hc_allreduce(send, recv, c.count, c.dtype, redopFor(c), comm_, nullptr, &req);
+      rc = hc_allreduce(send, recv, c.count, c.dtype, op, comm_, nullptr, &req);
       break;
     case Coll::Broadcast:
       rc = hc_broadcast(send, recv, c.count, c.dtype, c.root, comm_, nullptr, &req);
       break;
     case Coll::Reduce:
-      rc = hc_reduce(send, recv, c.count, c.dtype, redopFor(c), c.root, comm_, nullptr, &req);
+      rc = hc_reduce(send, recv, c.count, c.dtype, op, c.root, comm_, nullptr, &req);
       break;
     case Coll::AllGather:
       rc = hc_allgather(send, recv, c.count, c.dtype, comm_, nullptr, &req);
       break;
     case Coll::ReduceScatter:
-      rc = hc_reduce_scatter(send, recv, c.count, c.dtype, redopFor(c), comm_, nullptr, &req);
+      rc = hc_reduce_scatter(send, recv, c.count, c.dtype, op, comm_, nullptr, &req);
       break;
+    case Coll::AllToAll:
+      rc = hc_alltoall(send, recv, c.count, c.dtype, comm_, nullptr, &req);
+      break;
+    case Coll::AllToAllV: {
+      AllToAllVLayout l = alltoallvLayout(c, rank_, nranks_);
+      rc = hc_alltoallv(send, l.sendCounts.data(), l.sendDispls.data(), recv, l.recvCounts.data(),
+                        l.recvDispls.data(), c.dtype, comm_, nullptr, &req);
+      break;
+    }
+    case Coll::Gather:
+      rc = hc_gather(send, recv, c.count, c.dtype, c.root, comm_, nullptr, &req);
+      break;
+    case Coll::Scatter:
+      rc = hc_scatter(send, recv, c.count, c.dtype, c.root, comm_, nullptr, &req);
+      break;
+    case Coll::SendRecv: {
+      // Even ranks post the send first and odd ranks the receive: a group must not care.
+      const int next = (rank_ + 1) % nranks_;
+      const int prev = (rank_ + nranks_ - 1) % nranks_;
+      hc_request_t sendReq = nullptr;
+      if ((rc = hc_group_start()) != HC_OK) return rc;
+      hc_status_t first, second;
+      if (rank_ % 2 == 0) {
+        first = hc_send(send, c.count, c.dtype, next, comm_, nullptr, &sendReq);
+        second = hc_recv(recv, c.count, c.dtype, prev, comm_, nullptr, &req);
+      } else {
+        first = hc_recv(recv, c.count, c.dtype, prev, comm_, nullptr, &req);
+        second = hc_send(send, c.count, c.dtype, next, comm_, nullptr, &sendReq);
+      }
+      rc = hc_group_end();
+      if (first != HC_OK) return first;
+      if (second != HC_OK) return second;
+      if (rc != HC_OK) return rc;
+      hc_status_t sendRc = hc_wait(&sendReq);
+      hc_status_t recvRc = hc_wait(&req);
+      return sendRc != HC_OK ? sendRc : recvRc;
+    }
     case Coll::Barrier:
       rc = hc_barrier(comm_, nullptr, &req);
       break;
@@ -130,90 +164,21 @@ hc_status_t CaseRunner::issue(const Case& c, const void* send, void* recv) {
 
 CaseResult CaseRunner::run(const Case& c) {
   CaseResult result;
-  Checker check{&result};
-  const uint64_t n = c.count;
-  const uint64_t nr = static_cast<uint64_t>(nranks_);
-  const uint64_t rank = static_cast<uint64_t>(rank_);
-  visitDtype(c.dtype, [&]<typename T>() {
-    T* a = reinterpret_cast<T*>(a_);
-    T* b = reinterpret_cast<T*>(b_);
-    auto in = [&](int r, uint64_t j) { return inputValue<T>(c.seed, r, j, c.red, nranks_); };
-    auto fill = [&](T* dst, uint64_t elems) {
-      for (uint64_t j = 0; j < elems; ++j) dst[j] = in(rank_, j);
-    };
-    // Elements this rank sends, and the extent of b that the op may write.
-    uint64_t sendElems = c.coll == Coll::ReduceScatter ? nr * n : n;
-    uint64_t recvElems = c.coll == Coll::AllGather ? nr * n : n;
-    uint64_t bExtent = (c.inPlace && c.coll == Coll::ReduceScatter) ? nr * n : recvElems;
-    std::memset(b_, kSentinel, bExtent * sizeof(T) + kGuardBytes);
-    const void* send = a;
-    void* recv = b;
-    if (!c.inPlace) {
-      fill(a, sendElems);
-    } else if (c.coll == Coll::AllGather) {
-      send = b + rank * n;  // NCCL in-place allgather: sendbuff == recvbuff + rank*sendcount
-      fill(b + rank * n, n);
-    } else if (c.coll == Coll::ReduceScatter) {
-      send = b;  // NCCL in-place reduce_scatter: recvbuff == sendbuff + rank*recvcount
-      recv = b + rank * n;
-      fill(b, sendElems);
-    } else {
-      send = b;
-      if (c.coll != Coll::Broadcast || c.root == rank_) fill(b, sendElems);
-    }
-    if (c.coll == Coll::Barrier) send = recv = nullptr;
-
-    result.status = issue(c, send, recv);
-    if (result.status != HC_OK) {
-      const char* text = hc_get_last_error(comm_);
-      result.error = text != nullptr ? text : "(null)";
-      return;
-    }
-    const T* got = static_cast<const T*>(recv);
-    switch (c.coll) {
-      case Coll::AllReduce:
-        for (uint64_t i = 0; i < n; ++i) {
-          check.expect("recv", i, got[i], expectedReduction<T>(c.seed, i, c.red, nranks_));
-        }
-        break;
-      case Coll::Broadcast:
-        for (uint64_t i = 0; i < n; ++i) check.expect("recv", i, got[i], in(c.root, i));
-        break;
-      case Coll::Reduce:
-        if (c.root == rank_) {
-          for (uint64_t i = 0; i < n; ++i) {
-            check.expect("recv", i, got[i], expectedReduction<T>(c.seed, i, c.red, nranks_));
-          }
-        } else if (c.inPlace) {
-          for (uint64_t i = 0; i < n; ++i) check.expect("send (non-root)", i, got[i], in(rank_, i));
-        } else {
-          check.expectUntouched("recv of a non-root rank", b_, n * sizeof(T));
-        }
-        break;
-      case Coll::AllGather:
-        for (uint64_t r = 0; r < nr; ++r) {
-          for (uint64_t i = 0; i < n; ++i) {
-            check.expect("recv", r * n + i, got[r * n + i], in(static_cast<int>(r), i));
-          }
-        }
-        break;
-      case Coll::ReduceScatter:
-        for (uint64_t i = 0; i < n; ++i) {
-          check.expect("recv", i, got[i],
-                       expectedReduction<T>(c.seed, rank * n + i, c.red, nranks_));
-        }
-        break;
-      case Coll::Barrier:
-        break;
-    }
-    if (c.coll != Coll::Barrier) {
-      check.expectUntouched("guard after recv", b_ + bExtent * sizeof(T), kGuardBytes);
-    }
-    if (!c.inPlace && c.coll != Coll::Barrier) {
-      for (uint64_t j = 0; j < sendElems; ++j)
-        check.expect("send (modified)", j, a[j], in(rank_, j));
-    }
-  });
+  CaseBuffers bufs;
+  bufs.a = c.mem == Mem::User ? userA_.get() : a_;
+  bufs.b = c.mem == Mem::User ? userB_.get() : b_;
+  prepareCase(c, rank_, nranks_, &bufs);
+  if (c.red == Red::PreMulBuffer) setBufferScalar(c.dtype, true);
+  result.status = issue(c, bufs.send, bufs.recv);
+  if (c.red == Red::PreMulBuffer) setBufferScalar(c.dtype, false);
+  if (result.status != HC_OK) {
+    // A refusal of the library itself may be recorded for the thread rather than the comm.
+    const char* text = hc_get_last_error(comm_);
+    if (text == nullptr || *text == '\0') text = hc_get_last_error(nullptr);
+    result.error = text != nullptr ? text : "(null)";
+    return result;
+  }
+  verifyCase(c, rank_, nranks_, bufs, &result);
   return result;
 }
 
