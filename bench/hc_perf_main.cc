@@ -35,8 +35,11 @@ std::vector<size_t> limitSizes(const std::vector<Case>& cases) {
 int run(int argc, char** argv) {
   Options opts;
   if (auto exitCode = parseOptions(argc, argv, &opts)) return *exitCode;
-  // The ranks' client libraries resolve the socket from the environment they inherit.
-  if (!opts.socket.empty()) ::setenv("HC_SOCKET", opts.socket.c_str(), 1);
+  // The client library resolves the socket from HC_SOCKET at its first call. This process makes
+  // the unique id, so it talks to the first daemon; the ranks inherit that, or, with several
+  // daemons, each sets its own before its first call (launcher.cc).
+  const std::string& first = opts.sockets.empty() ? opts.socket : opts.sockets.front();
+  if (!first.empty()) ::setenv("HC_SOCKET", first.c_str(), 1);
 
   std::vector<Case> cases = buildCases(opts);
   // Each rank allocates a send and a receive buffer of the largest size from its segment; ask
@@ -54,7 +57,9 @@ int run(int argc, char** argv) {
   TablePrinter table(opts, haveMembw ? &membw : nullptr);
   table.printPreamble(cases.size());
 
-  // hc_get_unique_id is local: nothing of the daemon is touched before the fork.
+  // hc_get_unique_id asks the daemon for its Peer address, the root of a multi-daemon
+  // communicator. The client library drops this process's connection in every forked rank, and
+  // each rank connects afresh, to its own daemon.
   hc_unique_id_t id;
   if (hc_status_t st = hc_get_unique_id(&id); st != HC_OK) {
     const char* detail = hc_get_last_error(nullptr);

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace hc::bench {
@@ -38,6 +39,9 @@ bool RankSet::start(const Options& opts, const std::vector<Case>& cases, const h
       // earlier read ends are the parent's business: close them too.
       for (const Rank& other : ranks_) ::close(other.fd);
       ::close(p[0]);
+      if (!opts.sockets.empty()) {  // before the rank's first call, which connects
+        ::setenv("HC_SOCKET", opts.sockets[static_cast<size_t>(daemonOfRank(opts, r))].c_str(), 1);
+      }
       ::_exit(runRank(opts, cases, id, r, p[1], parent));
     }
     ::close(p[1]);

@@ -20,7 +20,8 @@ class RankSet {
   RankSet& operator=(const RankSet&) = delete;
   ~RankSet();  // kills and reaps ranks still running
 
-  // Forks opts.nranks ranks. Call with no other threads running and stdio flushed.
+  // Forks opts.nranks ranks; with several daemons (opts.sockets) each rank's HC_SOCKET names the
+  // daemon that hosts it. Call with no other threads running and stdio flushed.
   bool start(const Options& opts, const std::vector<Case>& cases, const hc_unique_id_t& id,
              std::string* error);
 

@@ -2,8 +2,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 namespace hc::bench {
@@ -105,9 +107,16 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
   app.add_option("-R,--root", o.root, "root rank of broadcast, reduce, gather and scatter");
   app.add_option("-N,--nranks", o.nranks, "local rank processes to launch")
       ->check(CLI::Range(1, kMaxRanks));
-  app.add_option("-s,--socket", o.socket,
-                 "hetero-commd socket (default: HC_SOCKET, then the "
-                 "default path)");
+  CLI::Option* socket = app.add_option("-s,--socket", o.socket,
+                                       "hetero-commd socket (default: HC_SOCKET, then the "
+                                       "default path)");
+  std::string sockets;
+  app.add_option("--sockets", sockets,
+                 "spread the ranks over several daemons: their sockets, comma-separated (env "
+                 "HC_PERF_SOCKETS); contiguous blocks of ranks per daemon, unique id from the "
+                 "first")
+      ->type_name("PATH[,PATH...]")
+      ->excludes(socket);
   app.add_option("-T,--timeout", o.timeoutSec,
                  "give up when ranks stall this many seconds (0: never)")
       ->check(CLI::NonNegativeNumber);
@@ -140,9 +149,40 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
   if (!lookup(kDtypes, dtype, &o.dtypes)) return fail("unknown -d '" + dtype + "'");
   if (!lookup(kRedops, redop, &o.redops)) return fail("unknown -r '" + redop + "'");
   if (o.root < 0 || o.root >= o.nranks) return fail("-R must name a rank below -N");
+  // The environment only when neither flag was given: flags win over the environment.
+  const char* envSockets = std::getenv("HC_PERF_SOCKETS");
+  const bool fromEnv = sockets.empty() && o.socket.empty() && envSockets != nullptr;
+  if (fromEnv) sockets = envSockets;
+  const std::string from = fromEnv ? "HC_PERF_SOCKETS" : "--sockets";
+  for (size_t start = 0; !sockets.empty() && start <= sockets.size();) {
+    size_t comma = std::min(sockets.find(',', start), sockets.size());
+    std::string path = sockets.substr(start, comma - start);
+    if (path.empty()) return fail(from + " '" + sockets + "' has an empty path");
+    if (std::find(o.sockets.begin(), o.sockets.end(), path) != o.sockets.end()) {
+      return fail(from + " names '" + path + "' twice");
+    }
+    o.sockets.push_back(path);
+    start = comma + 1;
+  }
+  if (o.sockets.size() > static_cast<size_t>(o.nranks)) {
+    return fail(from + " names " + std::to_string(o.sockets.size()) + " daemons but -N is " +
+                std::to_string(o.nranks) + ": every daemon must host a rank");
+  }
+  if (o.sockets.size() == 1) {
+    o.socket = o.sockets.front();
+    o.sockets.clear();
+  }
   o.membw = membw != 0;
   *out = std::move(o);
   return std::nullopt;
+}
+
+int daemonOfRank(const Options& opts, int rank) {
+  const int daemons = static_cast<int>(opts.sockets.size());
+  const int base = opts.nranks / daemons;   // ranks on every daemon
+  const int extra = opts.nranks % daemons;  // the first `extra` daemons host one more
+  if (rank < extra * (base + 1)) return rank / (base + 1);
+  return extra + (rank - extra * (base + 1)) / base;
 }
 
 const char* opName(OpKind op) {

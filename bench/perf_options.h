@@ -1,9 +1,9 @@
 // hc-perf command line: nccl-tests flags (-b -e -f -i -n -w -c -T) plus the operation (-o),
 // types (-d), reduction operators (-r), root (-R), how many local ranks to launch (-N) and the
-// daemon socket (-s). Names printed in the table follow nccl-tests ("float", "half", "bfloat16",
-// "f8e4m3", "sum", "none"). sendrecv is nccl-tests' ring exchange (each rank sends to rank+1 and
-// receives from rank-1), so with -N 2 it measures the point-to-point bandwidth between two ranks
-// in both directions at once.
+// daemon socket (-s), or several daemons' sockets (--sockets) to spread the ranks over. Names
+// printed in the table follow nccl-tests ("float", "half", "bfloat16", "f8e4m3", "sum", "none").
+// sendrecv is nccl-tests' ring exchange (each rank sends to rank+1 and receives from rank-1), so
+// with -N 2 it measures the point-to-point bandwidth between two ranks in both directions at once.
 #pragma once
 
 #include <hetero_comm/hc.h>
@@ -48,6 +48,10 @@ struct Options {
   int root = 0;
   int nranks = 2;
   std::string socket;  // empty: HC_SOCKET or the default path, as the client library resolves it
+  // Two or more daemons (--sockets, else HC_PERF_SOCKETS): ranks go to them in contiguous blocks
+  // (daemonOfRank), and the unique id is made while connected to the first. Empty: one daemon,
+  // `socket`; a single path given this way is moved to `socket`.
+  std::vector<std::string> sockets;
   int timeoutSec = 0;  // 0: wait for ranks without limit (nccl-tests -T)
   bool membw = true;   // measure the in-process one-pass limit before launching the ranks
   uint64_t seed = 0x6863'7065'7266ull;
@@ -55,6 +59,11 @@ struct Options {
 
 // Parses argv. Returns the exit code when the program should stop (--help: 0, bad flags: 2).
 std::optional<int> parseOptions(int argc, char** argv, Options* out);
+
+// The index in opts.sockets of the daemon that hosts rank r (opts.sockets not empty). Contiguous
+// blocks whose sizes differ by at most one, larger first, so every daemon hosts a rank:
+// -N 4 over 2 daemons is 0,1 | 2,3; -N 5 over 2 is 0,1,2 | 3,4; -N 5 over 4 is 0,1 | 2 | 3 | 4.
+int daemonOfRank(const Options& opts, int rank);
 
 // "8", "512K", "64M", "1G" (binary multiples, as nccl-tests).
 std::optional<size_t> parseSize(const std::string& text);

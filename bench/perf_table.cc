@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace hc::bench {
 
@@ -31,9 +32,25 @@ void TablePrinter::printPreamble(size_t caseCount) const {
       opts_.nranks, opts_.minBytes, opts_.maxBytes, step, opts_.warmup, opts_.iters, opts_.check,
       caseCount);
   const char* segment = std::getenv("HC_SEGMENT_BYTES");
-  std::printf("# socket: %s, segment: %s bytes per rank\n",
-              socket != nullptr ? socket : "(client library default)",
-              segment != nullptr ? segment : "(daemon default)");
+  if (opts_.sockets.empty()) {
+    std::printf("# socket: %s, segment: %s bytes per rank\n",
+                socket != nullptr ? socket : "(client library default)",
+                segment != nullptr ? segment : "(daemon default)");
+  } else {
+    std::printf("# sockets: %zu daemons, the unique id from daemon 0, segment: %s bytes per rank\n",
+                opts_.sockets.size(), segment != nullptr ? segment : "(daemon default)");
+    for (size_t d = 0, r = 0; d < opts_.sockets.size(); ++d) {
+      size_t first = r;
+      while (r < static_cast<size_t>(opts_.nranks) &&
+             daemonOfRank(opts_, static_cast<int>(r)) == static_cast<int>(d)) {
+        ++r;
+      }
+      std::string ranks = r - 1 > first
+                              ? "ranks " + std::to_string(first) + "-" + std::to_string(r - 1)
+                              : "rank " + std::to_string(first);
+      std::printf("#   daemon %zu: %s at %s\n", d, ranks.c_str(), opts_.sockets[d].c_str());
+    }
+  }
   if (membw_ != nullptr && membw_->plainBytes > 0) {
     std::printf(
         "# membw, in this process with %d threads over %d buffers of %zu B: "
@@ -51,7 +68,12 @@ void TablePrinter::printPreamble(size_t caseCount) const {
 }
 
 void TablePrinter::printColumnHeader(OpKind op) const {
-  std::printf("#\n# %s, %d ranks\n#\n", opName(op), opts_.nranks);
+  if (opts_.sockets.empty()) {
+    std::printf("#\n# %s, %d ranks\n#\n", opName(op), opts_.nranks);
+  } else {
+    std::printf("#\n# %s, %d ranks on %zu daemons\n#\n", opName(op), opts_.nranks,
+                opts_.sockets.size());
+  }
   std::printf(
       "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
       "          \n",

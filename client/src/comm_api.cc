@@ -20,12 +20,18 @@ namespace {
 constexpr uint32_t kIdMagic = 0x44494348;  // "HCID"
 constexpr uint32_t kIdVersion = 1;
 
-// Layout of the 128-byte unique id; the rest is reserved for the root daemon's peer address.
+// Layout of the 128-byte unique id (daemon/control/unique_id.h reads the same bytes): magic,
+// version, the random communicator key, then the root daemon's Peer address as a length byte
+// and up to kMaxRootAddress characters; length 0 names no root (a one-daemon job).
 struct UniqueIdLayout {
   uint32_t magic;
   uint32_t version;
   uint8_t key[16];
+  uint8_t rootLength;
+  char root[103];
 };
+static_assert(sizeof(UniqueIdLayout) == sizeof(hc_unique_id_t::internal));
+constexpr size_t kMaxRootAddress = sizeof(UniqueIdLayout::root);
 
 struct CommConfig {
   bool blocking = true;
@@ -47,7 +53,8 @@ Result<RequestPtr> submitInit(Connection& conn, int nranks, const hc_unique_id_t
                               int timeoutMs) {
   UniqueIdLayout layout;
   std::memcpy(&layout, id.internal, sizeof(layout));
-  if (layout.magic != kIdMagic || layout.version != kIdVersion) {
+  if (layout.magic != kIdMagic || layout.version != kIdVersion ||
+      layout.rootLength > kMaxRootAddress) {
     return invalidArgument("the unique id was not made by hc_get_unique_id");
   }
   if (nranks <= 0 || rank < 0 || rank >= nranks) {
@@ -61,6 +68,9 @@ Result<RequestPtr> submitInit(Connection& conn, int nranks, const hc_unique_id_t
   e.nranks = nranks;
   e.rank = rank;
   e.timeoutMs = timeoutMs;
+  if (layout.rootLength > 0) {
+    HC_RETURN_IF_ERROR(conn.nameCommRoot(e.key, std::string(layout.root, layout.rootLength)));
+  }
   return submitControl(conn, e, nullptr);
 }
 
@@ -98,10 +108,22 @@ extern "C" {
 hc_status_t hc_get_unique_id(hc_unique_id_t* id) {
   if (id == nullptr) return fail(hc::invalidArgument("id is NULL"));
   std::memset(id, 0, sizeof(*id));
-  UniqueIdLayout layout{kIdMagic, kIdVersion, {}};
+  UniqueIdLayout layout{};
+  layout.magic = kIdMagic;
+  layout.version = kIdVersion;
   if (::getrandom(layout.key, sizeof(layout.key), 0) != sizeof(layout.key)) {
     return fail(hc::systemError("getrandom", errno));
   }
+  // The id names this daemon as the root when it serves multi-node jobs (it has a Peer listener).
+  auto conn = Connection::get();
+  if (!conn.isOk()) return fail(conn.status());
+  auto root = (*conn)->peerAddress();
+  if (!root.isOk()) return fail(root.status());
+  if (root->size() > kMaxRootAddress) {
+    return fail(hc::invalidArgument("the daemon's Peer address is longer than a unique id holds"));
+  }
+  layout.rootLength = static_cast<uint8_t>(root->size());
+  std::memcpy(layout.root, root->data(), root->size());
   std::memcpy(id->internal, &layout, sizeof(layout));
   return HC_OK;
 }

@@ -207,6 +207,34 @@ Status Connection::memFree(void* ptr) {
   return request(ipc::frameBytes(f), id).status();
 }
 
+Result<std::string> Connection::peerAddress() {
+  if (daemonMinor_ < 2) return std::string();
+  std::lock_guard<std::mutex> lock(socketMutex_);
+  uint32_t id = nextFrameId_++;
+  auto f = ipc::makeFrame<ipc::PeerInfoFrame>(ipc::FrameType::PeerInfo, id);
+  auto reply = request(ipc::frameBytes(f), id);
+  if (!reply.isOk()) return reply.status();
+  if (ipc::frameAs<ipc::FrameHeader>(*reply).type !=
+      static_cast<uint16_t>(ipc::FrameType::PeerInfoReply)) {
+    return internalError("unexpected reply to PeerInfo");
+  }
+  return std::string(ipc::frameAs<ipc::PeerInfoReplyFrame>(*reply).address);
+}
+
+Status Connection::nameCommRoot(const uint8_t (&key)[16], const std::string& rootAddress) {
+  if (daemonMinor_ < 2) {
+    return unavailable("the unique id names a root daemon (" + rootAddress +
+                       "), but this hetero-commd predates multi-node jobs");
+  }
+  if (rootAddress.size() >= ipc::kPeerAddressBytes) return invalidArgument("root address too long");
+  std::lock_guard<std::mutex> lock(socketMutex_);
+  uint32_t id = nextFrameId_++;
+  auto f = ipc::makeFrame<ipc::CommRootFrame>(ipc::FrameType::CommRoot, id);
+  std::memcpy(f.key, key, sizeof(f.key));
+  ipc::copyText(f.address, rootAddress);
+  return request(ipc::frameBytes(f), id).status();
+}
+
 Result<bool> Connection::inSegment(const void* p, uint64_t bytes) const {
   // The messages continue the caller's prefix ("send buffer ...").
   char text[160];

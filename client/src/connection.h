@@ -53,6 +53,10 @@ class Connection {
   Result<void*> memAlloc(uint64_t bytes);
   Result<SegmentBlock> allocBlock(uint64_t bytes);
   Status memFree(void* ptr);
+  // Multi-node (protocol minor 2): the daemon's Peer address ("" when it has none, or when the
+  // daemon predates it), and naming the root daemon of a communicator key before its CommInit.
+  Result<std::string> peerAddress();
+  Status nameCommRoot(const uint8_t (&key)[16], const std::string& rootAddress);
   // Whether [p, p+bytes) (bytes > 0) is segment heap memory (true) or other host memory (false).
   // A range that straddles the heap's edge, a NULL pointer and a range that wraps are errors,
   // worded to follow the name of the buffer ("send buffer ").

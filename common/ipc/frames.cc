@@ -5,7 +5,16 @@
 namespace hc::ipc {
 namespace {
 
-bool terminated(const char* field, size_t n) { return std::memchr(field, '\0', n) != nullptr; }
+// A frame's fixed text field must hold its NUL: readers treat it as a C string.
+template <typename T, size_t N>
+Result<FrameType> textField(std::span<const uint8_t> bytes, char (T::*field)[N], const char* what,
+                            FrameType type) {
+  T frame = frameAs<T>(bytes);
+  if (std::memchr(frame.*field, '\0', N) == nullptr) {
+    return invalidArgument(std::string(what) + " is not NUL-terminated");
+  }
+  return type;
+}
 
 }  // namespace
 
@@ -21,6 +30,10 @@ size_t frameSize(FrameType type) {
     case FrameType::CommAbort: return sizeof(CommAbortFrame);
     case FrameType::CmaProbe: return sizeof(CmaProbeFrame);
     case FrameType::CmaProbeReply: return sizeof(CmaProbeReplyFrame);
+    case FrameType::PeerInfo: return sizeof(PeerInfoFrame);
+    case FrameType::PeerInfoReply: return sizeof(PeerInfoReplyFrame);
+    case FrameType::CommRoot: return sizeof(CommRootFrame);
+    case FrameType::CommRootReply: return sizeof(CommRootReplyFrame);
   }
   return 0;
 }
@@ -57,23 +70,16 @@ Result<FrameType> validateFrame(std::span<const uint8_t> bytes, size_t fdCount) 
                            std::to_string(fdCount) + " descriptors, expected " +
                            std::to_string(frameFdCount(type)));
   }
-  if (type == FrameType::Hello) {
-    auto hello = frameAs<HelloFrame>(bytes);
-    if (!terminated(hello.clientName, sizeof(hello.clientName))) {
-      return invalidArgument("Hello client name is not NUL-terminated");
-    }
-  }
-  if (type == FrameType::Error) {
-    auto error = frameAs<ErrorFrame>(bytes);
-    if (!terminated(error.message, sizeof(error.message))) {
-      return invalidArgument("Error message is not NUL-terminated");
-    }
-  }
-  if (type == FrameType::CmaProbeReply) {
-    auto reply = frameAs<CmaProbeReplyFrame>(bytes);
-    if (!terminated(reply.message, sizeof(reply.message))) {
-      return invalidArgument("CmaProbeReply message is not NUL-terminated");
-    }
+  switch (type) {
+    case FrameType::Hello: return textField(bytes, &HelloFrame::clientName, "Hello client name", type);
+    case FrameType::Error: return textField(bytes, &ErrorFrame::message, "Error message", type);
+    case FrameType::CmaProbeReply:
+      return textField(bytes, &CmaProbeReplyFrame::message, "CmaProbeReply message", type);
+    case FrameType::PeerInfoReply:
+      return textField(bytes, &PeerInfoReplyFrame::address, "PeerInfoReply address", type);
+    case FrameType::CommRoot:
+      return textField(bytes, &CommRootFrame::address, "CommRoot address", type);
+    default: break;
   }
   return type;
 }

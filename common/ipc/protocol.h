@@ -21,7 +21,8 @@ namespace hc::ipc {
 
 constexpr uint32_t kFrameMagic = 0x50494348;  // "HCIP" little-endian
 constexpr uint16_t kProtocolMajor = 1;        // a different major is refused at Hello
-constexpr uint16_t kProtocolMinor = 1;  // 1: p2p, groups, all-to-all, gather/scatter, split, CmaProbe
+// 1: p2p, groups, all-to-all, gather/scatter, split, CmaProbe. 2: PeerInfo, CommRoot (multi-node).
+constexpr uint16_t kProtocolMinor = 2;
 constexpr size_t kMaxFrameBytes = 1024;       // larger frames are rejected, never truncated
 constexpr size_t kMessageBytes = 200;         // error text carried in Error frames
 constexpr size_t kCompletionText = 100;       // error text carried in completion entries
@@ -37,6 +38,10 @@ enum class FrameType : uint16_t {
   CommAbort = 8,      // client -> daemon: abort one communicator handle, no reply
   CmaProbe = 9,       // client -> daemon: ask to use cross-memory attach (see CmaProbeFrame)
   CmaProbeReply = 10, // daemon -> client
+  PeerInfo = 11,      // client -> daemon: this daemon's Peer address, for hc_get_unique_id
+  PeerInfoReply = 12, // daemon -> client
+  CommRoot = 13,      // client -> daemon: the root daemon of a communicator key (CommRootFrame)
+  CommRootReply = 14, // daemon -> client
 };
 
 struct FrameHeader {
@@ -121,6 +126,33 @@ struct CmaProbeReplyFrame {
   int32_t status;  // hc::Code
   uint32_t reserved;
   char message[kMessageBytes];  // why it is unavailable; NUL-terminated
+};
+
+// Multi-node communicators. A unique id names the root daemon's Peer address ("host:port", at
+// most kPeerAddressBytes - 1 characters). hc_get_unique_id asks its daemon for that address
+// (PeerInfo; empty when the daemon has no Peer listener, and then the id names no root and the
+// communicator is formed among one daemon's clients). Before submitting CommInit with a key whose
+// id names a root, the client tells its daemon that root (CommRoot); the daemon uses it for the
+// next CommInit of that key from this client.
+constexpr size_t kPeerAddressBytes = 104;
+
+struct PeerInfoFrame {
+  FrameHeader header;
+};
+
+struct PeerInfoReplyFrame {
+  FrameHeader header;
+  char address[kPeerAddressBytes];  // NUL-terminated; "" when the daemon has no Peer listener
+};
+
+struct CommRootFrame {
+  FrameHeader header;
+  uint8_t key[16];
+  char address[kPeerAddressBytes];  // NUL-terminated
+};
+
+struct CommRootReplyFrame {
+  FrameHeader header;
 };
 
 // ---- the shared segment ------------------------------------------------------------------

@@ -26,6 +26,13 @@ constexpr uint32_t kMaxClients = 65536;
 constexpr uint32_t kMaxReductionThreads = 256;
 constexpr uint32_t kMaxSpinUs = 10000;
 constexpr uint32_t kAutoReductionThreadsCap = 16;
+constexpr uint32_t kMinPeerKeepaliveMs = 10;
+constexpr uint64_t kMinPeerChunkBytes = 4096;
+// A unique id carries at most this many bytes of the root's address (kMaxRootAddressBytes in
+// daemon/control/unique_id.h; config links no other layer, so the number is repeated here).
+constexpr size_t kMaxAdvertiseBytes = 103;
+// The words coll/net's parseAllreduceAlgo takes (any case); config does not link coll/net.
+constexpr std::string_view kPeerAlgos[] = {"auto", "ring", "rd", "recursive_doubling"};
 
 // "1 GiB" for whole multiples, so a printed config reads at a glance; empty otherwise.
 std::string humanSize(uint64_t v) {
@@ -44,6 +51,108 @@ bool iequals(std::string_view a, std::string_view b) {
     return std::tolower(static_cast<unsigned char>(x)) ==
            std::tolower(static_cast<unsigned char>(y));
   });
+}
+
+struct HostPort {
+  std::string_view host;  // IPv6 with its brackets
+  uint32_t port = 0;
+};
+
+// "host:port" or "[v6]:port", the host in the characters validatePeerAddress
+// (daemon/control/unique_id.h) accepts, the port 0..65535. The error says what is wrong.
+hc::Result<HostPort> splitHostPort(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return hc::invalidArgument("expected host:port");
+  HostPort out;
+  out.host = text.substr(0, colon);
+  const std::string_view port = text.substr(colon + 1);
+  auto isHostChar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+  };
+  auto isV6Char = [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.';
+  };
+  const std::string_view host = out.host;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    const std::string_view v6 = host.substr(1, host.size() - 2);
+    if (v6.empty() || !std::all_of(v6.begin(), v6.end(), isV6Char)) {
+      return hc::invalidArgument("bad IPv6 host");
+    }
+  } else if (host.empty() || !std::all_of(host.begin(), host.end(), isHostChar)) {
+    return hc::invalidArgument("bad host (IPv6 needs brackets)");
+  }
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), out.port);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || out.port > 65535) {
+    return hc::invalidArgument("port must be a number in 0..65535");
+  }
+  return out;
+}
+
+// 0.0.0.0, [::] and other spellings of the IPv6 any-address: fine to listen on, useless to dial.
+bool isWildcardHost(std::string_view host) {
+  if (host == "0.0.0.0") return true;
+  if (host.size() < 3 || host.front() != '[') return false;
+  const std::string_view v6 = host.substr(1, host.size() - 2);
+  return std::all_of(v6.begin(), v6.end(), [](char c) { return c == ':' || c == '0'; });
+}
+
+// [peer]; `fail(key, message)` adds where the key was set.
+template <typename Fail>
+hc::Status validatePeer(const DaemonConfig& c, const Fail& fail) {
+  if (!c.peerListen.empty()) {
+    auto listen = splitHostPort(c.peerListen);
+    if (!listen) {
+      return fail("peer.listen", "peer.listen '" + c.peerListen +
+                                     "': " + listen.status().message() + " (\"\" = no listener)");
+    }
+    if (c.peerAdvertise.empty() && isWildcardHost(listen->host)) {
+      return fail("peer.listen", "peer.listen '" + c.peerListen +
+                                     "' listens on every address, which other daemons cannot "
+                                     "dial: set peer.advertise to the host:port they reach");
+    }
+    // The derived address ("host:65535" at most) must fit a unique id.
+    if (c.peerAdvertise.empty() && listen->host.size() + 6 > kMaxAdvertiseBytes) {
+      return fail("peer.listen",
+                  "peer.listen host is too long to advertise in a unique id (at most " +
+                      std::to_string(kMaxAdvertiseBytes - 6) + " bytes): set peer.advertise");
+    }
+    if (c.peerTokenFile.empty()) {
+      return fail("peer.token_file",
+                  "peer.token_file must name the cluster token file when peer.listen is set");
+    }
+  }
+  if (!c.peerAdvertise.empty()) {
+    auto advertise = splitHostPort(c.peerAdvertise);
+    std::string why;
+    if (!advertise) {
+      why = advertise.status().message();
+    } else if (advertise->port == 0) {
+      why = "port 0 cannot be dialled";
+    } else if (isWildcardHost(advertise->host)) {
+      why = "a wildcard address cannot be dialled";
+    } else if (c.peerAdvertise.size() > kMaxAdvertiseBytes) {
+      why = "longer than the " + std::to_string(kMaxAdvertiseBytes) + " bytes a unique id holds";
+    }
+    if (!why.empty()) {
+      return fail("peer.advertise", "peer.advertise '" + c.peerAdvertise + "': " + why);
+    }
+  }
+  if (c.peerKeepaliveMs < kMinPeerKeepaliveMs) {
+    return fail("peer.keepalive_ms", "peer.keepalive_ms must be at least " +
+                                         std::to_string(kMinPeerKeepaliveMs) + ", got " +
+                                         std::to_string(c.peerKeepaliveMs));
+  }
+  if (std::none_of(std::begin(kPeerAlgos), std::end(kPeerAlgos),
+                   [&](std::string_view word) { return iequals(c.peerAlgo, word); })) {
+    return fail("peer.algo", "peer.algo must be one of auto, ring, rd, recursive_doubling; got '" +
+                                 c.peerAlgo + "'");
+  }
+  if (c.peerChunkBytes < kMinPeerChunkBytes) {
+    return fail("peer.chunk_bytes", "peer.chunk_bytes must be at least " +
+                                        std::to_string(kMinPeerChunkBytes) + " (4 KiB), got " +
+                                        std::to_string(c.peerChunkBytes));
+  }
+  return {};
 }
 
 }  // namespace
@@ -113,7 +222,7 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
     return fail("comm.op_timeout_ms", "comm.op_timeout_ms must be 0 (no limit) or positive, got " +
                                           std::to_string(c.opTimeoutMs));
   }
-  return {};
+  return validatePeer(c, fail);
 }
 
 }  // namespace detail
@@ -182,6 +291,13 @@ std::map<std::string, std::string> processEnvironment() {
     env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
   }
   return env;
+}
+
+std::string peerAdvertiseAddress(const DaemonConfig& config, uint16_t boundPort) {
+  if (!config.peerAdvertise.empty()) return config.peerAdvertise;
+  if (config.peerListen.empty()) return {};
+  const size_t colon = config.peerListen.rfind(':');
+  return config.peerListen.substr(0, colon) + ":" + std::to_string(boundPort);
 }
 
 uint32_t resolvedReductionThreads(const DaemonConfig& config) {

@@ -44,6 +44,26 @@ struct DaemonConfig {
   // [comm]
   int32_t initTimeoutMs = 120000;  // init_timeout_ms: deadline for all ranks to join (>0)
   int32_t opTimeoutMs = 0;         // op_timeout_ms: 0 = a late rank is waited for without limit
+  // [peer]: this daemon among the others: the Peer gRPC listener, the cluster token, UCX between
+  // daemons and the inter-node algorithm.
+  // listen: "host:port" of the Peer listener ("[v6]:port"; port 0 picks a free port). "" = no
+  // listener: this daemon serves single-node jobs only.
+  std::string peerListen;
+  // advertise: "host:port" other daemons and unique ids use to reach the Peer listener. "" = the
+  // listen host with the bound port (peerAdvertiseAddress); a wildcard listen host needs it.
+  std::string peerAdvertise;
+  std::string peerTokenFile = "/etc/hetero-comm/cluster.token";  // token_file: mode 0600
+  // socket_ifname (alias HC_SOCKET_IFNAME): interfaces for UCX tcp, NCCL_SOCKET_IFNAME syntax
+  // ("eth,ib", "=eth0", "^docker,lo"); "" = every interface.
+  std::string peerSocketIfname;
+  std::string peerUcxTransports;    // ucx_transports: UCX_TLS; "" = UCX's own choice / UCX_TLS
+  uint32_t peerKeepaliveMs = 1000;  // keepalive_ms: UCX keepalive interval (>= 10)
+  // silence_timeout_ms: a peer daemon not heard from for this long while an operation needs it
+  // is treated as failed; 0 = off.
+  uint32_t peerSilenceTimeoutMs = 5000;
+  // algo (alias HC_ALGO): allreduce among daemons: auto, ring, rd (= recursive_doubling); any case.
+  std::string peerAlgo = "auto";
+  uint64_t peerChunkBytes = 512 << 10;  // chunk_bytes: pipeline chunk between daemons (>= 4 KiB)
 
   bool operator==(const DaemonConfig&) const = default;
 };
@@ -79,5 +99,10 @@ std::string toToml(const DaemonConfig& config);
 
 // reductionThreads with 0 resolved to the CPUs this process may run on, capped at 16.
 uint32_t resolvedReductionThreads(const DaemonConfig& config);
+
+// Where other daemons reach this daemon's Peer listener once it has bound `boundPort`:
+// peerAdvertise when set, otherwise the peerListen host with `boundPort`; "" when peerListen is
+// empty (no listener). Expects a config that passed validate().
+std::string peerAdvertiseAddress(const DaemonConfig& config, uint16_t boundPort);
 
 }  // namespace hc::config

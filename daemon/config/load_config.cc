@@ -183,8 +183,11 @@ hc::Status applyEnvironment(const std::map<std::string, std::string>& env, Daemo
     }
   }
   // The short aliases first, so the full HC_<SECTION>_<KEY> name wins when both are set.
-  const std::pair<const char*, const char*> kAliases[] = {{"HC_SOCKET", "server.socket"},
-                                                          {"HC_LOG_LEVEL", "server.log_level"}};
+  const std::pair<const char*, const char*> kAliases[] = {
+      {"HC_SOCKET", "server.socket"},
+      {"HC_LOG_LEVEL", "server.log_level"},
+      {"HC_SOCKET_IFNAME", "peer.socket_ifname"},
+      {"HC_ALGO", "peer.algo"}};
   auto apply = [&](const std::string& name, const Setting& s) -> hc::Status {
     auto it = env.find(name);
     if (it == env.end() || it->second.empty()) return {};

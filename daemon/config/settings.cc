@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 15> kSettings = {{
+const std::array<Setting, 24> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"session", "segment_bytes", &C::segmentBytes, "--segment-bytes",
@@ -42,9 +42,27 @@ const std::array<Setting, 15> kSettings = {{
      "deadline for all ranks of a communicator to join (> 0)"},
     {"comm", "op_timeout_ms", &C::opTimeoutMs, "--op-timeout-ms",
      "0 = a late rank is waited for without limit"},
+    {"peer", "listen", &C::peerListen, "",
+     "host:port of the Peer gRPC listener (port 0: any free port); \"\" = none, single-node only"},
+    {"peer", "advertise", &C::peerAdvertise, "",
+     "host:port other daemons reach the listener at; \"\" = listen host and bound port"},
+    {"peer", "token_file", &C::peerTokenFile, "", "the cluster token, a file of mode 0600"},
+    {"peer", "socket_ifname", &C::peerSocketIfname, "",
+     "interfaces for UCX tcp, NCCL_SOCKET_IFNAME syntax; \"\" = all (also HC_SOCKET_IFNAME)"},
+    {"peer", "ucx_transports", &C::peerUcxTransports, "",
+     "UCX_TLS for the daemons' UCX, e.g. \"tcp,self\"; \"\" = UCX's own choice"},
+    {"peer", "keepalive_ms", &C::peerKeepaliveMs, "",
+     "how often UCX checks each peer daemon's endpoint (>= 10)"},
+    {"peer", "silence_timeout_ms", &C::peerSilenceTimeoutMs, "",
+     "a peer daemon silent this long while an operation needs it has failed; 0 = off"},
+    {"peer", "algo", &C::peerAlgo, "",
+     "allreduce among daemons: auto, ring or rd (recursive_doubling) (also HC_ALGO)"},
+    {"peer", "chunk_bytes", &C::peerChunkBytes, "",
+     "pipeline chunk of inter-node transfers (>= 4KiB)"},
 }};
 
-const std::array<std::string_view, 5> kSections = {"server", "session", "access", "exec", "comm"};
+const std::array<std::string_view, 6> kSections = {"server", "session", "access",
+                                                   "exec",   "comm",    "peer"};
 
 template <class... Ts>
 struct Overloaded : Ts... {

@@ -60,7 +60,7 @@ void JoinRegistry::addLocked(JoinTicket ticket, JoinRequest request, JoinDone do
     }
     PendingComm comm;
     comm.nranks = request.nranks;
-    comm.joined.assign(request.nranks, false);
+    comm.holder.assign(request.nranks, 0);
     comm.opened = now;
     comm.deadline = Clock::time_point::max();
     it = pending_.emplace(key, std::move(comm)).first;
@@ -77,33 +77,42 @@ void JoinRegistry::addLocked(JoinTicket ticket, JoinRequest request, JoinDone do
     return failCommLocked(key, mismatch, out);
   }
 
-  // Checks first, changes after: a refused join leaves the communicator as it was.
-  auto sameNode =
-      std::find_if(comm.participants.begin(), comm.participants.end(),
-                   [&](const Participant& p) { return p.request.node == request.node; });
-  if (sameNode != comm.participants.end()) {
-    if (sameNode->request.ranks != request.ranks) {
-      return reject(invalidArgument(commName(key) + ": node " + request.node.toString() +
-                                    " already joined with ranks " +
-                                    rankList(sameNode->request.ranks)));
-    }
-    // A retry: it holds exactly the ranks of the join it replaces, so no rank can be a duplicate.
-    out.emplace_back(std::move(sameNode->done),
-                     unavailable(commName(key) + ": superseded by a newer join from node " +
-                                 request.node.toString()));
-    removeParticipantLocked(comm, static_cast<size_t>(sameNode - comm.participants.begin()));
-  } else {
-    for (uint32_t rank : request.ranks) {
-      if (!comm.joined[rank]) continue;
-      const auto holder = std::find_if(
-          comm.participants.begin(), comm.participants.end(), [&](const Participant& p) {
-            return std::find(p.request.ranks.begin(), p.request.ranks.end(), rank) !=
-                   p.request.ranks.end();
-          });
+  // Checks first, changes after: a refused join leaves the communicator as it was. Which earlier
+  // joins does this one replace? Those of the same node holding any of its ranks (a retry).
+  std::vector<JoinTicket> replaced;
+  for (uint32_t rank : request.ranks) {
+    const JoinTicket holder = comm.holder[rank];
+    if (holder == 0) continue;
+    const Participant& earlier = comm.participants.at(holder);
+    if (earlier.request.node != request.node) {
       return reject(invalidArgument(commName(key) + ": duplicate rank " + std::to_string(rank) +
-                                    ": already joined from node " +
-                                    holder->request.node.toString()));
+                                    ": node " + request.node.toString() +
+                                    " brings it, but it already joined from node " +
+                                    earlier.request.node.toString()));
     }
+    if (std::find(replaced.begin(), replaced.end(), holder) == replaced.end()) {
+      replaced.push_back(holder);
+    }
+  }
+  if (auto node = comm.nodes.find(request.node);
+      node != comm.nodes.end() && node->second.joins > replaced.size() &&
+      node->second.transportAddress != request.transportAddress) {
+    // Two daemons claim one identity, or one restarted while its ranks were joining.
+    Status conflict = invalidArgument(
+        commName(key) + ": node " + request.node.toString() + " joins ranks " +
+        rankList(request.ranks) +
+        " with a transport address other than that of its earlier joins (one node, one address)");
+    spdlog::warn("peer bootstrap: {}", conflict.message());
+    reject(conflict);
+    return failCommLocked(key, conflict, out);
+  }
+  for (JoinTicket earlier : replaced) {
+    auto p = comm.participants.find(earlier);
+    out.emplace_back(
+        std::move(p->second.done),
+        unavailable(commName(key) + ": superseded by a newer join from node " +
+                    request.node.toString() + " (ranks " + rankList(request.ranks) + ")"));
+    removeParticipantLocked(comm, p);
   }
 
   auto timeout = request.timeout.count() == 0 ? options_.defaultTimeout
@@ -111,9 +120,17 @@ void JoinRegistry::addLocked(JoinTicket ticket, JoinRequest request, JoinDone do
   const Clock::time_point deadline = now + timeout;
   const bool earlier = deadline < comm.deadline;
   comm.deadline = std::min(comm.deadline, deadline);
-  for (uint32_t rank : request.ranks) comm.joined[rank] = true;
+  for (uint32_t rank : request.ranks) comm.holder[rank] = ticket;
   comm.joinedCount += request.ranks.size();
-  comm.participants.push_back({ticket, std::move(request), std::move(done)});
+  PendingNode& node = comm.nodes[request.node];
+  node.transportAddress = request.transportAddress;
+  ++node.joins;
+  HC_CHECK(ticket != 0);
+  const bool fresh =
+      comm.participants
+          .try_emplace(ticket, Participant{ticket, std::move(request), std::move(done)})
+          .second;
+  HC_CHECK(fresh);
 
   if (comm.joinedCount == comm.nranks) return formCommLocked(key, out);
   if (earlier) timerWake_.notify_one();
@@ -135,16 +152,20 @@ Status JoinRegistry::lateJoinStatusLocked(const CommKey& key, Clock::time_point 
   return {failure.code(), "this communicator already failed: " + failure.message()};
 }
 
-void JoinRegistry::removeParticipantLocked(PendingComm& comm, size_t index) {
-  for (uint32_t rank : comm.participants[index].request.ranks) comm.joined[rank] = false;
-  comm.joinedCount -= comm.participants[index].request.ranks.size();
-  comm.participants.erase(comm.participants.begin() + static_cast<ptrdiff_t>(index));
+void JoinRegistry::removeParticipantLocked(
+    PendingComm& comm, std::map<JoinTicket, Participant>::iterator participant) {
+  const JoinRequest& request = participant->second.request;
+  for (uint32_t rank : request.ranks) comm.holder[rank] = 0;
+  comm.joinedCount -= request.ranks.size();
+  auto node = comm.nodes.find(request.node);
+  if (--node->second.joins == 0) comm.nodes.erase(node);
+  comm.participants.erase(participant);
 }
 
 void JoinRegistry::failCommLocked(CommKey key, const Status& failure, Settlements& out) {
   auto it = pending_.find(key);
   if (it == pending_.end()) return;
-  for (Participant& p : it->second.participants) out.emplace_back(std::move(p.done), failure);
+  for (auto& [ticket, p] : it->second.participants) out.emplace_back(std::move(p.done), failure);
   pending_.erase(it);
   rememberLocked(key, failure, Clock::now());
 }
@@ -153,11 +174,12 @@ void JoinRegistry::formCommLocked(CommKey key, Settlements& out) {
   auto it = pending_.find(key);
   PendingComm& comm = it->second;
   std::vector<const JoinRequest*> joins;
-  for (const Participant& p : comm.participants) joins.push_back(&p.request);
+  joins.reserve(comm.participants.size());
+  for (const auto& [ticket, p] : comm.participants) joins.push_back(&p.request);
   RankTable table = buildRankTable(comm.nranks, joins);
   spdlog::info("peer bootstrap: {} formed: {} ranks on {} nodes", commName(key), comm.nranks,
                table.nodes.size());
-  for (Participant& p : comm.participants) out.emplace_back(std::move(p.done), table);
+  for (auto& [ticket, p] : comm.participants) out.emplace_back(std::move(p.done), table);
   pending_.erase(it);
   rememberLocked(key, okStatus(), Clock::now());
 }
@@ -180,13 +202,11 @@ bool JoinRegistry::withdraw(const CommKey& key, JoinTicket ticket) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pending_.find(key);
     if (it == pending_.end()) return false;
-    auto& participants = it->second.participants;
-    auto p = std::find_if(participants.begin(), participants.end(),
-                          [&](const Participant& q) { return q.ticket == ticket; });
-    if (p == participants.end()) return false;
-    removeParticipantLocked(it->second, static_cast<size_t>(p - participants.begin()));
+    auto p = it->second.participants.find(ticket);
+    if (p == it->second.participants.end()) return false;
+    removeParticipantLocked(it->second, p);
     // The deadline stays as it was: it is still a promise made to the remaining joiners.
-    if (participants.empty()) pending_.erase(it);
+    if (it->second.participants.empty()) pending_.erase(it);
   }
   changed_.notify_all();
   return true;
@@ -210,14 +230,14 @@ Status JoinRegistry::deadlineFailure(const CommKey& key, const PendingComm& comm
                                      Clock::time_point now) {
   std::vector<uint32_t> missing;
   for (uint32_t rank = 0; rank < comm.nranks; ++rank) {
-    if (!comm.joined[rank]) missing.push_back(rank);
+    if (comm.holder[rank] == 0) missing.push_back(rank);
   }
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - comm.opened);
   return {Code::Timeout,
           commName(key) + ": deadline exceeded after " + std::to_string(waited.count()) +
               " ms waiting for ranks " + rankList(missing) + " (ranks joined: " +
               std::to_string(comm.joinedCount) + " of " + std::to_string(comm.nranks) +
-              "; nodes joined: " + std::to_string(comm.participants.size()) + ")"};
+              "; nodes joined: " + std::to_string(comm.nodes.size()) + ")"};
 }
 
 void JoinRegistry::timerLoop() {
@@ -266,7 +286,7 @@ std::vector<uint32_t> JoinRegistry::joinedRanks(const CommKey& key) const {
   auto it = pending_.find(key);
   if (it == pending_.end()) return ranks;
   for (uint32_t rank = 0; rank < it->second.nranks; ++rank) {
-    if (it->second.joined[rank]) ranks.push_back(rank);
+    if (it->second.holder[rank] != 0) ranks.push_back(rank);
   }
   return ranks;
 }

@@ -3,15 +3,25 @@
 //
 // Rules, decided here and nowhere else:
 // - The first join of a key opens the communicator. When the last of its nranks ranks joins,
-//   every joiner gets the same RankTable, at once.
+//   every joiner (every join, one per rank or several ranks each) gets the same RankTable, at once.
+// - A daemon joins once per local rank (each training process calls CommInit on its own), or
+//   with several ranks in one join. Joins with the same NodeIdentity are one node: the table has
+//   one NodeEntry for it, its ranks ascending (local rank = position among them), nodes ordered by
+//   their lowest rank (buildRankTable).
 // - Deadline: each join brings a timeout (zero: the registry's default, 120 s); the communicator
 //   fails at the earliest of its joiners' deadlines, with Timeout naming the missing ranks, for
 //   every joiner. One timer thread sleeps until the next deadline.
 // - A join whose nranks differs from the pending ones fails the whole communicator
-//   (InvalidArgument, everyone). A rank that has already joined fails only the new join
-//   (InvalidArgument naming the rank). A node that joins again with exactly the same ranks
-//   replaces its earlier join (a retry after a lost reply): the earlier one gets Unavailable. A
-//   node that joins again with other ranks fails (one join per node per communicator).
+//   (InvalidArgument, everyone).
+// - A rank that has already joined from another node fails only the new join (InvalidArgument
+//   naming the rank and both nodes); the communicator stays as it was.
+// - A rank that has already joined from the same node is a retry after a lost reply: the new
+//   join replaces every earlier join of that node holding one of its ranks. Each replaced join
+//   gets Unavailable and its ranks leave with it (a replaced multi-rank join may so take ranks the
+//   new join does not bring back).
+// - All joins of one node carry the same transportAddress (one daemon, one UCX worker). A join
+//   whose address differs from those of its node's remaining joins (replaced ones do not count)
+//   fails the whole communicator (InvalidArgument naming the node): no table could be right.
 // - Keys the root has finished with (formed or failed) are remembered for tombstoneTtl: a late
 //   join of a failed communicator gets that failure at once rather than opening a new one that
 //   would wait a full deadline; a late join of a formed communicator gets InvalidArgument. After
@@ -25,6 +35,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -55,8 +66,10 @@ class JoinRegistry {
   JoinRegistry& operator=(const JoinRegistry&) = delete;
 
   // Names a join before add(), so its owner can withdraw it even while add() runs elsewhere.
+  // Never 0.
   JoinTicket newTicket();
-  // Adds a join that passed validateJoin(). `done` may run before add() returns.
+  // Adds a join that passed validateJoin(), under a ticket from newTicket() used once. `done`
+  // may run before add() returns.
   void add(JoinTicket ticket, JoinRequest request, JoinDone done);
   // Removes a still-pending join whose caller went away. True if it was pending: then `done`
   // will never run and the caller settles the join itself.
@@ -77,10 +90,16 @@ class JoinRegistry {
     JoinRequest request;
     JoinDone done;
   };
+  // What the registry knows of a node from its pending joins. They all carry one address.
+  struct PendingNode {
+    std::string transportAddress;
+    size_t joins = 0;
+  };
   struct PendingComm {
     uint32_t nranks = 0;
-    std::vector<Participant> participants;
-    std::vector<bool> joined;  // by rank
+    std::map<JoinTicket, Participant> participants;
+    std::vector<JoinTicket> holder;  // by rank: the join that brought it, 0 if none
+    std::map<NodeIdentity, PendingNode> nodes;
     size_t joinedCount = 0;
     Clock::time_point opened;
     Clock::time_point deadline;
@@ -97,7 +116,8 @@ class JoinRegistry {
   // `key` by value: callers may pass a reference into the node this erases.
   void failCommLocked(CommKey key, const Status& failure, Settlements& out);
   void formCommLocked(CommKey key, Settlements& out);
-  void removeParticipantLocked(PendingComm& comm, size_t index);
+  void removeParticipantLocked(PendingComm& comm,
+                               std::map<JoinTicket, Participant>::iterator participant);
   void rememberLocked(const CommKey& key, Status failure, Clock::time_point now);
   static Status deadlineFailure(const CommKey& key, const PendingComm& comm, Clock::time_point now);
   static void settle(Settlements& settlements);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <unordered_set>
 
 namespace hc::control {
@@ -86,21 +87,36 @@ Status validateJoin(const JoinRequest& request) {
 }
 
 RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>& joins) {
-  std::vector<const JoinRequest*> byLowestRank = joins;
-  auto lowest = [](const JoinRequest* j) {
-    return *std::min_element(j->ranks.begin(), j->ranks.end());
-  };
-  std::sort(byLowestRank.begin(), byLowestRank.end(),
-            [&](const JoinRequest* a, const JoinRequest* b) { return lowest(a) < lowest(b); });
+  // Joins of one node merge into one entry, whatever order they came in and however the node
+  // split its ranks among them.
+  std::map<NodeIdentity, NodeEntry> merged;
+  for (const JoinRequest* join : joins) {
+    auto [it, opened] = merged.try_emplace(join->node);
+    NodeEntry& node = it->second;
+    if (opened) {
+      node.identity = join->node;
+      node.transportAddress = join->transportAddress;
+    }
+    HC_CHECK(node.transportAddress == join->transportAddress);
+    node.ranks.insert(node.ranks.end(), join->ranks.begin(), join->ranks.end());
+  }
 
   RankTable table;
   table.nranks = nranks;
   table.ranks.resize(nranks);
-  for (const JoinRequest* join : byLowestRank) {
-    const auto nodeIndex = static_cast<uint32_t>(table.nodes.size());
-    table.nodes.push_back({join->node, join->transportAddress, join->ranks});
-    for (size_t local = 0; local < join->ranks.size(); ++local) {
-      table.ranks[join->ranks[local]] = {nodeIndex, static_cast<uint32_t>(local)};
+  table.nodes.reserve(merged.size());
+  for (auto& [identity, node] : merged) {
+    std::sort(node.ranks.begin(), node.ranks.end());
+    table.nodes.push_back(std::move(node));
+  }
+  // Every join brings a rank (validateJoin), so every node has a lowest one; ranks are unique.
+  std::sort(table.nodes.begin(), table.nodes.end(), [](const NodeEntry& a, const NodeEntry& b) {
+    return a.ranks.front() < b.ranks.front();
+  });
+  for (size_t n = 0; n < table.nodes.size(); ++n) {
+    const std::vector<uint32_t>& ranks = table.nodes[n].ranks;
+    for (size_t local = 0; local < ranks.size(); ++local) {
+      table.ranks[ranks[local]] = {static_cast<uint32_t>(n), static_cast<uint32_t>(local)};
     }
   }
   return table;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <chrono>
+#include <compare>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ struct NodeIdentity {
   std::string instance;
 
   bool operator==(const NodeIdentity&) const = default;
+  // An order only so that identities can key maps.
+  auto operator<=>(const NodeIdentity&) const = default;
   // "host/boot-id/instance", for messages.
   std::string toString() const;
 };
@@ -40,13 +43,18 @@ struct NodeIdentity {
 // listener address). Fails only if neither hostname nor boot id can be read.
 [[nodiscard]] Result<NodeIdentity> localNodeIdentity(std::string instance);
 
+// One join: usually one rank (a daemon forwards each local rank's CommInit as its own join), or
+// several ranks of one node at once. A daemon sends every join of a communicator with the same
+// node identity and transport address; the root merges them into one node.
 struct JoinRequest {
   CommKey key{};
   uint32_t nranks = 0;
-  // The ranks this node brings, in local-rank order: ranks[i] has local rank i on this node.
+  // The ranks this join brings, in any order. Their local ranks come from the merged node: a
+  // node's ranks sorted ascending (NodeEntry::ranks).
   std::vector<uint32_t> ranks;
   NodeIdentity node;
-  // Opaque to the bootstrap: the UCX worker address of the joining daemon.
+  // Opaque to the bootstrap: the UCX worker address of the joining daemon; the same in every
+  // join of one node.
   std::string transportAddress;
   // How long this joiner waits for the others; zero means the root's default.
   std::chrono::milliseconds timeout{0};
@@ -58,21 +66,23 @@ struct JoinRequest {
 
 struct RankPlacement {
   uint32_t node = 0;       // index into RankTable::nodes
-  uint32_t localRank = 0;  // position of the rank in its node's ranks
+  uint32_t localRank = 0;  // position of the rank in its node's (sorted) ranks
 
   bool operator==(const RankPlacement&) const = default;
 };
 
+// One per distinct NodeIdentity, however many joins brought its ranks.
 struct NodeEntry {
   NodeIdentity identity;
   std::string transportAddress;
-  std::vector<uint32_t> ranks;  // local-rank order
+  std::vector<uint32_t> ranks;  // ascending: ranks[i] has local rank i on this node
 
   bool operator==(const NodeEntry&) const = default;
 };
 
-// Identical for every joiner of a communicator: nodes are ordered by their lowest rank, so the
-// table does not depend on the order in which joins arrived.
+// Identical for every joiner of a communicator: nodes are ordered by their lowest rank and each
+// node's ranks ascend, so the table depends neither on the order in which joins arrived nor on
+// how a node split its ranks into joins.
 struct RankTable {
   uint32_t nranks = 0;
   std::vector<RankPlacement> ranks;  // indexed by rank, nranks entries
@@ -81,7 +91,10 @@ struct RankTable {
   bool operator==(const RankTable&) const = default;
 };
 
-// Builds the table from the complete set of joins of one communicator (every rank exactly once).
+// Builds the table from the complete set of joins of one communicator: every rank exactly once,
+// and the joins of one node (equal NodeIdentity) agreeing on transportAddress (HC_CHECK: the
+// JoinRegistry refuses anything else before it gets here). Joins of one node merge into one
+// NodeEntry.
 RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>& joins);
 
 // Checks a table received from a root: every rank placed once, on a node that lists it.

@@ -29,6 +29,7 @@ constexpr uint64_t kSignalTag = 2ull << 56;
 constexpr uint64_t kDoneTag = 3ull << 56;
 constexpr uint64_t kSocketTag = 4ull << 56;
 constexpr uint64_t kEventTag = 5ull << 56;
+constexpr uint64_t kNetTag = 6ull << 56;
 constexpr uint64_t kKindMask = 0xffull << 56;
 
 }  // namespace
@@ -36,6 +37,7 @@ constexpr uint64_t kKindMask = 0xffull << 56;
 Server::Server(const config::DaemonConfig& config) : config_(config) {}
 
 Server::~Server() {
+  if (peer_) peer_->shutdown();
   if (ownsSocketPath_) ::unlink(config_.socketPath.c_str());
 }
 
@@ -58,7 +60,14 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   eo.inlineBytes = config.inlineBytes;
   eo.initTimeoutMs = config.initTimeoutMs;
   eo.opTimeoutMs = config.opTimeoutMs;
-  s->engine_ = std::make_unique<session::Engine>(eo, s->pool_.get());
+  session::MultiNode multiNode;
+  if (!config.peerListen.empty()) {
+    auto peer = PeerSide::start(config);
+    if (!peer.isOk()) return peer.status();
+    s->peer_ = std::move(peer.value());
+    multiNode = s->peer_->multiNode();
+  }
+  s->engine_ = std::make_unique<session::Engine>(eo, s->pool_.get(), multiNode);
 
   auto listen = openClientSocket(config.socketPath, config.socketGroup, &s->ownsSocketPath_);
   if (!listen.isOk()) return listen.status();
@@ -66,6 +75,9 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   HC_RETURN_IF_ERROR(s->watch(s->listen_.get(), kListenTag, EPOLLIN));
   HC_RETURN_IF_ERROR(s->watch(s->signals_.get(), kSignalTag, EPOLLIN));
   HC_RETURN_IF_ERROR(s->watch(s->engine_->doneFd(), kDoneTag, EPOLLIN));
+  if (s->engine_->netDoneFd() >= 0) {
+    HC_RETURN_IF_ERROR(s->watch(s->engine_->netDoneFd(), kNetTag, EPOLLIN));
+  }
   return s;
 }
 
@@ -117,6 +129,8 @@ int Server::run() {
         beginShutdown();
       } else if (kind == kDoneTag) {
         engine_->collectFinished();
+      } else if (kind == kNetTag) {
+        engine_->collectNet();
       } else if (auto it = sessions_.find(id); it != sessions_.end()) {
         if (kind == kSocketTag) {
           onClientSocket(it->second);
@@ -211,6 +225,7 @@ void Server::acceptClients() {
     int raw = fd.get();
     auto s = std::make_shared<session::Session>(id, std::move(fd), *peer);
     s->allowCrossMemoryAttach(config_.crossMemoryAttach);
+    if (peer_) s->setPeerAddress(peer_->advertise());
     if (!watch(raw, kSocketTag | id, EPOLLIN | EPOLLRDHUP).isOk()) continue;
     sessions_[id] = s;
   }

@@ -1,5 +1,6 @@
 // Server: hetero-commd's lifecycle. Owns the client socket, the IPC thread's epoll loop (client
-// sockets, their eventfds, the pool's done eventfd, signals), the sessions and the engine.
+// sockets, their eventfds, the pool's and the NetExecutor's done eventfds, signals), the sessions,
+// the engine and, with peer.listen set, the daemon's multi-node half (PeerSide).
 // Ready for systemd (READY=1) once the socket listens; SIGTERM drains and returns exit code 0.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include "daemon/coll/reduction_pool.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/server/listener.h"
+#include "daemon/server/peer_side.h"
 #include "daemon/session/engine.h"
 #include "daemon/session/session.h"
 
@@ -46,6 +48,9 @@ class Server {
   UniqueFd signals_;
   bool ownsSocketPath_ = false;
   std::unique_ptr<coll::ReductionPool> pool_;
+  // Before the engine: the engine borrows from it, so it is destroyed after (~Server shuts its
+  // joins down first, since their callbacks reach into the engine).
+  std::unique_ptr<PeerSide> peer_;
   std::unique_ptr<session::Engine> engine_;
   std::map<uint32_t, session::SessionPtr> sessions_;
   uint32_t nextSessionId_ = 1;

@@ -17,6 +17,7 @@ Communicator::Communicator(uint64_t id, int nranks, int opTimeoutMs)
       collectivesPosted_(nranks, 0),
       sendsPosted_(nranks, std::vector<uint64_t>(nranks, 0)),
       recvsPosted_(nranks, std::vector<uint64_t>(nranks, 0)),
+      remote_(nranks, false),
       departed_(nranks),
       opTimeoutMs_(opTimeoutMs) {}
 
@@ -130,9 +131,12 @@ void Communicator::offerCollective(int rank, Unit& unit, size_t index) {
   auto& slot = collectives_[seq];
   slot.resize(members_.size());
   slot[rank] = Match::Ref{rank, unit.serial, index};
-  if (std::any_of(slot.begin(), slot.end(), [](const auto& r) { return !r.has_value(); })) return;
   std::vector<Match::Ref> refs;
-  for (const auto& r : slot) refs.push_back(*r);
+  for (size_t r = 0; r < slot.size(); ++r) {
+    if (remote_[r]) continue;
+    if (!slot[r].has_value()) return;
+    refs.push_back(*slot[r]);
+  }
   collectives_.erase(seq);
   addMatch(std::move(refs), seq);
 }
@@ -141,6 +145,10 @@ void Communicator::offerTransfer(int rank, Unit& unit, size_t index) {
   const PendingOp& op = unit.ops[index];
   const Match::Ref ref{rank, unit.serial, index};
   const bool isSend = op.type == ipc::OpType::Send;
+  if (remote_[op.root]) {
+    addMatch({ref}, op.seq);
+    return;
+  }
   const TransferKey key = isSend ? TransferKey{rank, op.root, op.seq}
                                  : TransferKey{op.root, rank, op.seq};
   auto& partners = isSend ? recvs_ : sends_;
@@ -184,6 +192,7 @@ Status Communicator::agreement(const std::vector<const PendingOp*>& ops,
                                const std::vector<Match::Ref>& refs, uint64_t seq) const {
   const PendingOp& a = *ops[0];
   if (isPointToPoint(a.type)) {
+    if (ops.size() == 1) return okStatus();  // the other side is on another daemon
     const PendingOp& b = *ops[1];  // the receive
     if (a.count == b.count && a.dtype == b.dtype) return okStatus();
     return invalidArgument("transfer " + std::to_string(seq) + " from rank " +
@@ -198,8 +207,9 @@ Status Communicator::agreement(const std::vector<const PendingOp*>& ops,
       same = a.dtype == b.dtype && a.count == b.count && a.root == b.root && a.redop == b.redop;
     }
     if (!same) {
-      return invalidArgument("op " + std::to_string(seq) + " mismatch: rank 0 posted " +
-                             describeOp(a) + ", rank " + std::to_string(r) + " posted " +
+      return invalidArgument("op " + std::to_string(seq) + " mismatch: rank " +
+                             std::to_string(refs[0].rank) + " posted " + describeOp(a) +
+                             ", rank " + std::to_string(refs[r].rank) + " posted " +
                              describeOp(b));
     }
   }
@@ -346,6 +356,7 @@ std::string Communicator::waitingFor() const {
   std::string missing;
   auto it = collectives_.find(oldest->seq);
   for (size_t r = 0; r < members_.size(); ++r) {
+    if (remote_[r]) continue;
     if (it != collectives_.end() && it->second.size() > r && it->second[r].has_value()) continue;
     missing += (missing.empty() ? "" : ", ") + std::to_string(r);
   }

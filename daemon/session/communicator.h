@@ -27,7 +27,8 @@
 
 namespace hc::session {
 
-// Work that can run now: a collective (ops in rank order) or a transfer (ops = {send, recv}).
+// Work that can run now: a collective (ops in rank order) or a transfer (ops = {send, recv}, or
+// the one local op of a transfer with a rank on another daemon).
 struct Match {
   struct Ref {
     int rank;
@@ -48,6 +49,11 @@ class Communicator {
 
   // Borrowed: the session outlives its membership (Engine::sessionClosed calls leave()).
   void setMember(int rank, Session* session) { members_[rank] = session; }
+  // A communicator that spans daemons: `rank` lives on another daemon. Collectives then match
+  // among the local ranks only (the daemons meet in the inter-node step), and a transfer with a
+  // remote rank matches as soon as its local side is at the head (a Match of one op).
+  void markRemote(int rank) { remote_[rank] = true; }
+  bool isRemote(int rank) const { return remote_[rank]; }
   bool hasMembers() const;
 
   // Adds a rank's op to its open unit; closesUnit ends the unit (the last op of a group, or an
@@ -79,6 +85,7 @@ class Communicator {
   // Fails every waiting op now and every op posted later; running ones fail when they finish.
   void fail(const Status& why);
   bool failed() const { return !failure_.isOk(); }
+  const Status& failure() const { return failure_; }
 
   // When the oldest waiting op has waited longer than the op timeout, fails the communicator
   // with Timeout naming what it waits for.
@@ -127,6 +134,7 @@ class Communicator {
   std::map<TransferKey, Match::Ref> recvs_;
   std::vector<Match> ready_;
 
+  std::vector<bool> remote_;             // per rank: on another daemon
   std::vector<Status> departed_;  // per rank: why it destroyed its handle (Ok while present)
   bool anyDeparted_ = false;
   Status failure_;

@@ -18,20 +18,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string hexKey(const uint8_t* key) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < 16; ++i) {
-    s += digits[key[i] >> 4];
-    s += digits[key[i] & 15];
-  }
-  return s;
-}
-
 }  // namespace
 
-Engine::Engine(EngineOptions options, coll::ReductionPool* pool)
-    : options_(options), pool_(pool), doneFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+std::string commKeyHex(const uint8_t (&key)[16]) {
+  control::CommKey k;
+  std::memcpy(k.data(), key, k.size());
+  return control::commKeyHex(k);
+}
+
+Engine::Engine(EngineOptions options, coll::ReductionPool* pool, MultiNode multiNode)
+    : options_(options),
+      pool_(pool),
+      doneFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      multiNode_(std::move(multiNode)) {
   HC_CHECK(doneFd_.valid());
 }
 
@@ -97,7 +96,10 @@ void Engine::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
                                                    " ranks is out of range"));
     return;
   }
-  std::string key = hexKey(e.key);
+  std::string key = commKeyHex(e.key);
+  if (std::string root = session->takeCommRoot(e.key); !root.empty()) {
+    return joinRemote(session, e, std::move(root));
+  }
   auto [it, fresh] = inits_.try_emplace(key);
   PendingInit& init = it->second;
   if (fresh) {
@@ -152,13 +154,14 @@ void Engine::progress(const std::shared_ptr<Communicator>& comm) {
       }
     }
   }
+  if (comm->failed()) {
+    if (auto net = netComms_.find(comm->id()); net != netComms_.end() && !net->second.notified) {
+      notifyNodes(comm, net->second);
+    }
+  }
 }
 
-void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
-  const PendingOp& head = match.ops.front();
-  // A transfer is planned as the sender's copy into the receiver's buffer.
-  const ipc::OpType type = isPointToPoint(head.type) ? ipc::OpType::Send : head.type;
-  coll::LocalOp lop{type, head.dtype, head.redop, head.root, head.count};
+std::vector<coll::RankBuffers> Engine::matchBuffers(const Match& match) const {
   std::vector<coll::RankBuffers> bufs;
   for (const auto& op : match.ops) {
     coll::RankBuffers b = op.buffers;
@@ -169,6 +172,21 @@ void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
     }
     bufs.push_back(b);
   }
+  return bufs;
+}
+
+void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
+  const PendingOp& head = match.ops.front();
+  if (auto net = netComms_.find(comm->id()); net != netComms_.end()) {
+    // Everything but a transfer between two ranks of this daemon involves the others.
+    if (!(isPointToPoint(head.type) && match.ops.size() == 2)) {
+      return runAcrossNodes(comm, net->second, std::move(match));
+    }
+  }
+  // A transfer is planned as the sender's copy into the receiver's buffer.
+  const ipc::OpType type = isPointToPoint(head.type) ? ipc::OpType::Send : head.type;
+  coll::LocalOp lop{type, head.dtype, head.redop, head.root, head.count};
+  std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;
   Status in = staged.stageIn(match.ops, bufs, &staging_);
   if (!in.isOk()) {
@@ -197,6 +215,11 @@ void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
 }
 
 void Engine::split(const std::shared_ptr<Communicator>& comm, const Match& match) {
+  if (netComms_.count(comm->id()) != 0) {
+    comm->finishMatch(match, invalidArgument("hc_comm_split of a communicator that spans "
+                                             "daemons is not supported yet"));
+    return;
+  }
   // New rank order: by key, ties by the parent rank (NCCL's rule).
   std::map<int, std::vector<std::tuple<int, int, size_t>>> byColor;  // color -> (key, rank, op)
   for (size_t i = 0; i < match.ops.size(); ++i) {
@@ -231,6 +254,7 @@ void Engine::collectFinished() {
     ids.swap(finished_);
   }
   for (uint64_t id : ids) finish(id);
+  takeJoinAnswers();
 }
 
 void Engine::finish(uint64_t runId) {
@@ -259,9 +283,18 @@ void Engine::sessionClosed(const SessionPtr& session, const Status& why) {
     failInit(key, unavailable("comm init: " + session->describe() +
                               " went away before every rank joined"));
   }
-  for (auto it = comms_.begin(); it != comms_.end();) {
-    it = it->second->hasMembers() ? std::next(it) : comms_.erase(it);
+  // Joins at a root cannot be withdrawn: the communicator forms, and the rank leaves it then.
+  for (auto& [key, init] : remoteInits_) {
+    for (auto& [rank, j] : init.joined) {
+      if (j.session == session) init.lost.insert(rank);
+    }
   }
+  propagateFailures();
+  std::vector<std::shared_ptr<Communicator>> empty;
+  for (auto& [id, comm] : comms_) {
+    if (!comm->hasMembers()) empty.push_back(comm);
+  }
+  for (const auto& comm : empty) dropIfEmpty(comm);
 }
 
 void Engine::abortHandle(const SessionPtr& session, uint64_t handle) {
@@ -271,11 +304,14 @@ void Engine::abortHandle(const SessionPtr& session, uint64_t handle) {
   comm->leave(m->rank, unavailable("rank " + std::to_string(m->rank) + " aborted the communicator"));
   session->removeMember(handle);
   session->openGroups.erase(handle);
+  propagateFailures();
   dropIfEmpty(comm);
 }
 
 void Engine::dropIfEmpty(const std::shared_ptr<Communicator>& comm) {
-  if (!comm->hasMembers()) comms_.erase(comm->id());
+  if (comm->hasMembers()) return;
+  retireNet(comm);
+  comms_.erase(comm->id());
 }
 
 void Engine::checkDeadlines(Clock::time_point now) {
@@ -293,6 +329,7 @@ void Engine::checkDeadlines(Clock::time_point now) {
                                             " did not join before the deadline"});
   }
   for (auto& [id, comm] : comms_) comm->checkDeadline(now);
+  propagateFailures();
 }
 
 std::optional<Clock::time_point> Engine::nextDeadline() const {
@@ -311,7 +348,11 @@ void Engine::failPending(const Status& why) {
   std::vector<std::string> keys;
   for (auto& [key, init] : inits_) keys.push_back(key);
   for (const auto& key : keys) failInit(key, why);
+  std::vector<std::string> remote;
+  for (auto& [key, init] : remoteInits_) remote.push_back(key);
+  for (const auto& key : remote) failRemoteInit(key, why);
   for (auto& [id, comm] : comms_) comm->fail(why);
+  propagateFailures();
 }
 
 }  // namespace hc::session

@@ -9,12 +9,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "daemon/coll/hier/node_plan.h"
 #include "daemon/coll/local_plan.h"
 #include "daemon/coll/reduction_pool.h"
+#include "daemon/session/bootstrap.h"
 #include "daemon/session/client_staging.h"
 #include "daemon/session/communicator.h"
 #include "daemon/session/session.h"
@@ -29,10 +32,13 @@ struct EngineOptions {
   uint32_t maxInFlight = 4096;  // per session: beyond it, submissions wait in the ring
 };
 
+// "0011…ff": a communicator key in logs and as the key of pending inits.
+std::string commKeyHex(const uint8_t (&key)[16]);
+
 class Engine {
  public:
-  // Borrowed: the pool outlives the engine.
-  Engine(EngineOptions options, coll::ReductionPool* pool);
+  // Borrowed: the pool (and what multiNode names) outlive the engine.
+  Engine(EngineOptions options, coll::ReductionPool* pool, MultiNode multiNode = {});
   ~Engine();
 
   // The eventfd that becomes readable when pool jobs finished; then call collectFinished().
@@ -42,6 +48,10 @@ class Engine {
   // protocol violation (a corrupt ring) and the caller closes the session.
   Result<bool> drain(const SessionPtr& session);
   void collectFinished();
+  // Multi-node: readable when inter-node work finished (-1 without multi-node); then call
+  // collectNet(). Join answers from root daemons arrive through doneFd().
+  int netDoneFd() const;
+  void collectNet();
 
   // The client went away or aborted one handle: its ranks leave their communicators.
   void sessionClosed(const SessionPtr& session, const Status& why);
@@ -53,7 +63,7 @@ class Engine {
 
   // Shutdown: fails joins and unmatched ops; running ones finish. idle() once none runs.
   void failPending(const Status& why);
-  bool idle() const { return running_.empty(); }
+  bool idle() const { return running_.empty() && netRuns_.empty(); }
 
  private:
   struct Joiner {
@@ -72,6 +82,41 @@ class Engine {
     StagedMatch staged;
   };
 
+  // A communicator forming across daemons, as this daemon sees it: each local rank joined at
+  // the root on its own; the communicator forms when every local rank has the rank table.
+  struct RemoteInit {
+    control::CommKey key{};
+    std::string root;
+    int nranks = 0;
+    std::map<int, Joiner> joined;
+    std::map<int, control::RankTable> answered;
+    std::set<int> lost;  // joined, then the client went away
+  };
+  // The inter-node side of a communicator that spans daemons.
+  struct NetComm {
+    std::shared_ptr<const coll::hier::NodeLayout> layout;
+    uint16_t tag = 0;  // transport tag id: the key's low 16 bits
+    std::vector<transport::PeerAddress> nodes;
+    bool notified = false;  // its failure went out to the other daemons
+  };
+  // Inter-node work under way: an operation, a watch on another daemon's failure notices, or
+  // such a notice going out.
+  struct NetRun {
+    enum class Kind { Op, Watch, Notice } kind = Kind::Op;
+    std::shared_ptr<Communicator> comm;
+    Match match;
+    std::shared_ptr<const coll::hier::NodeLayout> layout;
+    std::unique_ptr<coll::hier::NodePlan> plan;
+    StagedMatch staged;
+    uint32_t node = 0;  // Watch, Notice: the other daemon
+    std::vector<uint8_t> notice;
+  };
+  struct JoinAnswer {
+    std::string key;
+    int rank;
+    Result<control::RankTable> table;
+  };
+
   void accept(const SessionPtr& session, const ipc::SubmitEntry& e);
   void join(const SessionPtr& session, const ipc::SubmitEntry& e);
   void failInit(const std::string& key, const Status& why);
@@ -80,6 +125,22 @@ class Engine {
   void split(const std::shared_ptr<Communicator>& comm, const Match& match);
   void finish(uint64_t runId);
   void dropIfEmpty(const std::shared_ptr<Communicator>& comm);
+  std::vector<coll::RankBuffers> matchBuffers(const Match& match) const;
+  // engine_net.cc
+  void joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, std::string root);
+  void takeJoinAnswers();
+  void onJoinAnswer(JoinAnswer answer);
+  void failRemoteInit(const std::string& key, const Status& why);
+  void formAcrossNodes(const std::string& key, const control::RankTable& table);
+  void runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net, Match match);
+  void submitNet(NetRun run, coll::net::NetJob job);
+  void watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net);
+  void onWatch(NetRun& run, const Status& status);
+  void propagateFailures();
+  void notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net);
+  void sendNotices(const std::shared_ptr<Communicator>& comm, const NetComm& net, uint8_t kind,
+                   const std::string& text);
+  void retireNet(const std::shared_ptr<Communicator>& comm);
 
   EngineOptions options_;
   coll::ReductionPool* pool_;
@@ -92,6 +153,13 @@ class Engine {
   StagingPool staging_;
   std::mutex finishedMutex_;
   std::vector<uint64_t> finished_;  // run ids, filled by pool workers
+  std::vector<JoinAnswer> joinAnswers_;  // filled by the bootstrap's threads (finishedMutex_)
+
+  MultiNode multiNode_;
+  std::map<std::string, RemoteInit> remoteInits_;
+  std::map<uint64_t, NetComm> netComms_;  // by communicator id
+  std::map<uint64_t, NetRun> netRuns_;    // by job id
+  coll::hier::ScratchPool scratch_;
 };
 
 }  // namespace hc::session

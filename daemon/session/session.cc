@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
@@ -41,6 +42,8 @@ Status Session::handleFrame(std::span<const uint8_t> bytes, size_t fdCount,
     case ipc::FrameType::MemAlloc: return onMemAlloc(bytes);
     case ipc::FrameType::MemFree: return onMemFree(bytes);
     case ipc::FrameType::CmaProbe: return onCmaProbe(bytes);
+    case ipc::FrameType::PeerInfo: return onPeerInfo(bytes);
+    case ipc::FrameType::CommRoot: return onCommRoot(bytes);
     default:
       return invalidArgument("frame type " + std::to_string(static_cast<int>(*type)) +
                              " is not a request");
@@ -131,6 +134,43 @@ Status Session::onCmaProbe(std::span<const uint8_t> bytes) {
   r.status = static_cast<int32_t>(outcome.code());
   ipc::copyText(r.message, outcome.message());
   return reply(ipc::frameBytes(r));
+}
+
+Status Session::onPeerInfo(std::span<const uint8_t> bytes) {
+  auto req = ipc::frameAs<ipc::PeerInfoFrame>(bytes);
+  auto r = ipc::makeFrame<ipc::PeerInfoReplyFrame>(ipc::FrameType::PeerInfoReply,
+                                                   req.header.requestId);
+  ipc::copyText(r.address, peerAddress_);
+  return reply(ipc::frameBytes(r));
+}
+
+Status Session::onCommRoot(std::span<const uint8_t> bytes) {
+  // Bounded: a client names a root just before each CommInit, which takes it.
+  constexpr size_t kMaxPendingRoots = 1024;
+  auto req = ipc::frameAs<ipc::CommRootFrame>(bytes);
+  std::array<uint8_t, 16> key;
+  std::memcpy(key.data(), req.key, key.size());
+  Status s = okStatus();
+  if (req.address[0] == '\0') {
+    s = invalidArgument("CommRoot names no address");
+  } else if (commRoots_.size() >= kMaxPendingRoots && commRoots_.count(key) == 0) {
+    s = Status{Code::NoResource, "more than " + std::to_string(kMaxPendingRoots) +
+                                     " communicator roots named without a CommInit"};
+  }
+  if (!s.isOk()) return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, s)));
+  commRoots_[key] = req.address;
+  return reply(ipc::frameBytes(
+      ipc::makeFrame<ipc::CommRootReplyFrame>(ipc::FrameType::CommRootReply, req.header.requestId)));
+}
+
+std::string Session::takeCommRoot(const uint8_t (&key)[16]) {
+  std::array<uint8_t, 16> k;
+  std::memcpy(k.data(), key, k.size());
+  auto it = commRoots_.find(k);
+  if (it == commRoots_.end()) return {};
+  std::string root = std::move(it->second);
+  commRoots_.erase(it);
+  return root;
 }
 
 Status Session::reply(std::span<const uint8_t> frame) { return sendMessage(socket_.get(), frame); }

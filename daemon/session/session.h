@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -72,6 +73,11 @@ class Session {
   void allowCrossMemoryAttach(bool allowed) { cmaAllowed_ = allowed; }
   std::shared_ptr<const ProcessMemory> processMemory() const { return processMemory_; }
   const SegmentAllocator* allocator() const { return allocator_.get(); }
+  // Multi-node: the Peer address this daemon answers PeerInfo with ("" without a Peer listener),
+  // and the root daemons clients named for their next CommInit (CommRoot), by communicator key.
+  void setPeerAddress(std::string address) { peerAddress_ = std::move(address); }
+  // The root named for `key` ("" for none), forgotten once taken.
+  std::string takeCommRoot(const uint8_t (&key)[16]);
 
   uint64_t addMember(Member m);
   Member* member(uint64_t handle);
@@ -90,6 +96,8 @@ class Session {
   Status onMemAlloc(std::span<const uint8_t> bytes);
   Status onMemFree(std::span<const uint8_t> bytes);
   Status onCmaProbe(std::span<const uint8_t> bytes);
+  Status onPeerInfo(std::span<const uint8_t> bytes);
+  Status onCommRoot(std::span<const uint8_t> bytes);
   Status reply(std::span<const uint8_t> frame);
 
   uint32_t id_;
@@ -104,6 +112,8 @@ class Session {
   uint64_t nextHandle_ = 1;
   bool cmaAllowed_ = false;
   std::shared_ptr<const ProcessMemory> processMemory_;
+  std::string peerAddress_;
+  std::map<std::array<uint8_t, 16>, std::string> commRoots_;
 };
 
 using SessionPtr = std::shared_ptr<Session>;

@@ -56,7 +56,8 @@ using Ranks = std::vector<std::unique_ptr<ChildProcess>>;
 Ranks startRanks(const std::string& socketPath, const std::string& dir, const std::string& name,
                  int nranks, const std::string& attachEnv, const std::vector<std::string>& args,
                  std::string* error) {
-  const std::string id = uniqueIdHex();
+  const std::string id = uniqueIdHex(socketPath, dir, error);
+  if (id.empty()) return {};
   Ranks ranks;
   for (int r = 0; r < nranks; ++r) {
     std::vector<std::string> argv = {HC_CMA_WORKER_PATH,

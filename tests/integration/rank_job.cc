@@ -7,14 +7,23 @@
 
 namespace hc::integ {
 
-std::string uniqueIdHex() {
-  hc_unique_id_t id;
-  if (hc_get_unique_id(&id) != HC_OK) return "";
-  std::string hex;
-  char digits[3];
-  for (char c : id.internal) {
-    std::snprintf(digits, sizeof(digits), "%02x", static_cast<unsigned char>(c));
-    hex += digits;
+std::string uniqueIdHex(const std::string& socketPath, const std::string& dir,
+                        std::string* error) {
+  // In a child: the id names the daemon the client is connected to, and the test process must
+  // not keep a connection to one test's daemon into the next test.
+  static int serial = 0;
+  auto tool = ChildProcess::spawn({HC_RANK_WORKER_PATH, "--new-id"}, {{"HC_SOCKET", socketPath}},
+                                  dir + "/new-id-" + std::to_string(serial++) + ".log", error);
+  if (!tool) return "";
+  if (!tool->waitExit(std::chrono::seconds(10)) || tool->exitCode() != 0) {
+    *error = "hc_rank_worker --new-id: " + tool->describeEnd() + ": " + tool->output();
+    return "";
+  }
+  std::string hex = tool->output();
+  while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r')) hex.pop_back();
+  if (hex.size() != 2 * sizeof(hc_unique_id_t)) {
+    *error = "hc_rank_worker --new-id printed '" + hex + "'";
+    return "";
   }
   return hex;
 }
@@ -41,11 +50,8 @@ std::optional<StatusLine> findStatusLine(const std::string& output, std::string_
 std::unique_ptr<RankJob> RankJob::start(const DaemonProcess& daemon, std::string name, int nranks,
                                         std::vector<std::string> args, std::string* error,
                                         const PerRankArgs& perRank) {
-  std::string id = uniqueIdHex();
-  if (id.empty()) {
-    *error = "hc_get_unique_id failed: " + std::string(hc_get_last_error(nullptr));
-    return nullptr;
-  }
+  std::string id = uniqueIdHex(daemon.socketPath(), daemon.dir(), error);
+  if (id.empty()) return nullptr;
   auto job = std::make_unique<RankJob>();
   job->name_ = std::move(name);
   for (int r = 0; r < nranks; ++r) {

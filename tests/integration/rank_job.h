@@ -15,8 +15,10 @@
 
 namespace hc::integ {
 
-// A fresh hc_get_unique_id, as the 256 hex digits the worker takes.
-std::string uniqueIdHex();
+// A fresh hc_get_unique_id made by a client of the daemon at socketPath (so the id names that
+// daemon as root when it serves multi-node jobs), as the 256 hex digits the worker takes. ""
+// with *error on failure; the tool's output goes to a file in dir.
+std::string uniqueIdHex(const std::string& socketPath, const std::string& dir, std::string* error);
 
 struct StatusLine {
   int status = -1;

@@ -25,7 +25,9 @@ using AllKinds = ::testing::Types<
     Kind<ErrorFrame, FrameType::Error>, Kind<MemAllocFrame, FrameType::MemAlloc>,
     Kind<MemAllocReplyFrame, FrameType::MemAllocReply>, Kind<MemFreeFrame, FrameType::MemFree>,
     Kind<MemFreeReplyFrame, FrameType::MemFreeReply>, Kind<CommAbortFrame, FrameType::CommAbort>,
-    Kind<CmaProbeFrame, FrameType::CmaProbe>, Kind<CmaProbeReplyFrame, FrameType::CmaProbeReply>>;
+    Kind<CmaProbeFrame, FrameType::CmaProbe>, Kind<CmaProbeReplyFrame, FrameType::CmaProbeReply>,
+    Kind<PeerInfoFrame, FrameType::PeerInfo>, Kind<PeerInfoReplyFrame, FrameType::PeerInfoReply>,
+    Kind<CommRootFrame, FrameType::CommRoot>, Kind<CommRootReplyFrame, FrameType::CommRootReply>>;
 
 template <typename T>
 Bytes toBytes(const T& frame) {
@@ -71,6 +73,8 @@ TYPED_TEST(FrameKindTest, RoundTripsThroughValidation) {
   for (size_t i = sizeof(FrameHeader); i < sizeof(Frame); ++i) raw[i] = uint8_t(i * 7 + 1);
   if constexpr (std::is_same_v<Frame, HelloFrame>) copyText(frame.clientName, "trainer-0");
   if constexpr (std::is_same_v<Frame, ErrorFrame>) copyText(frame.message, "no such comm");
+  if constexpr (std::is_same_v<Frame, PeerInfoReplyFrame>) copyText(frame.address, "10.0.0.1:7710");
+  if constexpr (std::is_same_v<Frame, CommRootFrame>) copyText(frame.address, "[fe80::1]:7710");
 
   // Validate from an unaligned copy: frames arrive in byte buffers.
   Bytes buf(sizeof(Frame) + 1);
@@ -162,7 +166,7 @@ TEST(FrameTest, RejectsEmptyAndShorterThanHeader) {
 }
 
 TEST(FrameTest, RejectsUnknownTypes) {
-  for (uint16_t type : {uint16_t(0), uint16_t(11), uint16_t(100), uint16_t(0xffff)}) {
+  for (uint16_t type : {uint16_t(0), uint16_t(15), uint16_t(100), uint16_t(0xffff)}) {
     Bytes b = toBytes(makeFrame<MemAllocFrame>(FrameType::MemAlloc, 1));
     FrameHeader h = headerOf(b);
     h.type = type;
@@ -176,6 +180,17 @@ TEST(FrameTest, RejectsUnterminatedCmaProbeReplyMessage) {
   auto f = makeFrame<CmaProbeReplyFrame>(FrameType::CmaProbeReply, 1);
   std::memset(f.message, 'x', sizeof(f.message));
   expectRejected(toBytes(f), 0, "not NUL-terminated");
+}
+
+TEST(FrameTest, RejectsUnterminatedPeerAddresses) {
+  auto info = makeFrame<PeerInfoReplyFrame>(FrameType::PeerInfoReply, 1);
+  std::memset(info.address, '1', sizeof(info.address));
+  expectRejected(toBytes(info), 0, "PeerInfoReply address is not NUL-terminated");
+  auto root = makeFrame<CommRootFrame>(FrameType::CommRoot, 1);
+  std::memset(root.address, '1', sizeof(root.address));
+  expectRejected(toBytes(root), 0, "CommRoot address is not NUL-terminated");
+  root.address[sizeof(root.address) - 1] = '\0';
+  EXPECT_TRUE(validateFrame(toBytes(root), 0).isOk());
 }
 
 TEST(FrameTest, RejectsOversizeFrames) {

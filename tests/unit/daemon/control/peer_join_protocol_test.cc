@@ -192,17 +192,23 @@ TEST_F(PeerProtocolTest, DestroyingTheClientCancelsItsJoins) {
   awaitJoined(key, 0);
 }
 
-// Same node, other ranks: one join per node per communicator.
-TEST_F(PeerProtocolTest, SecondJoinFromTheSameNodeWithOtherRanksIsRefused) {
+// Same node, other ranks: the joins merge into one node (a daemon joins once per local rank).
+TEST_F(PeerProtocolTest, SecondJoinFromTheSameNodeWithOtherRanksIsMerged) {
   CommKey key = keyOf(26);
   Joiners joiners(root_, tokenPath_);
-  joiners.start(makeJoin(key, 3, {0}, "a"), Clock::now() + 20s);
+  size_t first = joiners.start(makeJoin(key, 3, {0}, "a"), Clock::now() + 20s);
   awaitJoined(key, 1);
-  Result<RankTable> again =
-      newClient()->join(root_, makeJoin(key, 3, {1}, "a"), Clock::now() + 20s);
-  EXPECT_EQ(again.status().code(), Code::InvalidArgument) << again.status().toString();
-  EXPECT_THAT(again.status().message(), HasSubstr("already joined with ranks 0"));
-  server_->shutdown();  // releases the pending join
+  size_t second = joiners.start(makeJoin(key, 3, {1}, "a"), Clock::now() + 20s);
+  awaitJoined(key, 2);
+  Result<RankTable> last = newClient()->join(root_, makeJoin(key, 3, {2}, "b"), Clock::now() + 20s);
+  joiners.joinAll();
+  ASSERT_TRUE(last.isOk()) << last.status().toString();
+  ASSERT_EQ(last->nodes.size(), 2u);
+  EXPECT_EQ(last->nodes[0].ranks, (std::vector<uint32_t>{0, 1}));
+  for (size_t i : {first, second}) {
+    ASSERT_TRUE(joiners.result(i).isOk()) << joiners.result(i).status().toString();
+    EXPECT_EQ(joiners.result(i).value(), last.value());
+  }
 }
 
 // A root that is not what it claims: it answers with a well-formed table, signed in one of

@@ -1,0 +1,48 @@
+// PeerSide: the daemon among the other daemons, built from the [peer] configuration: the Peer
+// gRPC listener (this daemon as a root), the Peer client that joins communicators at roots (the
+// engine's Bootstrap), and the UCX endpoint with its progress thread (NetExecutor). Absent when
+// peer.listen is empty: the daemon then serves single-node jobs only.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "daemon/coll/net/net_executor.h"
+#include "daemon/config/daemon_config.h"
+#include "daemon/control/peer_client.h"
+#include "daemon/control/peer_server.h"
+#include "daemon/session/bootstrap.h"
+
+namespace hc::server {
+
+class PeerSide final : public session::Bootstrap {
+ public:
+  // Reads the token, binds the listener, starts UCX and the progress thread. Control path.
+  [[nodiscard]] static Result<std::unique_ptr<PeerSide>> start(const config::DaemonConfig& config);
+  ~PeerSide() override;
+
+  // What the engine borrows; valid until shutdown().
+  session::MultiNode multiNode();
+  // "host:port" of the Peer listener, as unique ids name it.
+  const std::string& advertise() const { return advertise_; }
+
+  // session::Bootstrap. After shutdown(), fails at once.
+  void join(const std::string& root, control::JoinRequest request,
+            std::chrono::steady_clock::time_point deadline, Done done) override;
+
+  // Cancels the joins under way (their callbacks run now, with Unavailable), stops the listener
+  // and the progress thread. Before the engine goes: the callbacks reach into it.
+  void shutdown();
+
+ private:
+  PeerSide() = default;
+
+  std::unique_ptr<control::PeerServer> server_;
+  std::unique_ptr<control::PeerClient> client_;
+  std::unique_ptr<coll::net::NetExecutor> executor_;
+  control::NodeIdentity identity_;
+  std::string advertise_;
+  coll::net::NetOpOptions netOptions_;
+};
+
+}  // namespace hc::server

@@ -1,0 +1,378 @@
+// The engine's multi-node half: communicators whose ranks live on several daemons. Each local
+// rank joins at the root daemon on its own (Bootstrap); the communicator forms once every local
+// rank has the rank table. Its operations run as NodePlans: the local step here on the IPC
+// thread, the inter-node step on the NetExecutor's progress thread.
+//
+// Failures cross daemons both ways. Every daemon of a communicator keeps a watch (a posted
+// receive) on every other daemon: a failure notice arriving there, or the other daemon going
+// away or falling silent, fails the communicator here. When the communicator fails here (a
+// rank's client died or aborted, ranks disagreed, a deadline passed), this daemon stops its
+// running inter-node work and sends the notice to every other daemon, so no rank anywhere waits
+// on it. When every local rank destroyed its handle, a goodbye goes out instead: the other
+// daemons treat that daemon's ranks as departed (only work that needs them fails, as with a
+// local destroy) and end their watch on it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/session/engine.h"
+#include "daemon/session/validate.h"
+
+namespace hc::session {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Sequence numbers in tags (transport.h): collectives use [0, 2^31 - 1), transfers the upper
+// half with the rank pair folded in, and kNoticeSeq carries failure notices.
+constexpr uint32_t kNoticeSeq = 0x7fffffffu;
+constexpr size_t kNoticeBytes = 160;
+// A notice's first byte says what it is; text follows, NUL-terminated.
+constexpr uint8_t kNoticeFailure = 'F';
+constexpr uint8_t kNoticeGoodbye = 'B';
+
+uint32_t collectiveSeq(uint64_t seq) { return static_cast<uint32_t>(seq % kNoticeSeq); }
+
+// Transfers between the same two daemons share the tag space: the pair of ranks tells them
+// apart (exactly below 182 ranks; beyond, pairs may share a tag, and transfers of one pair of
+// daemons with one tag still match in posting order).
+uint32_t transferSeq(int src, int dst, int nranks, uint64_t seq) {
+  const uint64_t pair = (static_cast<uint64_t>(src) * nranks + dst) & 0x7fff;
+  return 0x80000000u | static_cast<uint32_t>(pair << 16) | static_cast<uint32_t>(seq & 0xffff);
+}
+
+// A notice's transfer with daemon `node`: a send of ours, or the watch's receive of theirs.
+coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t node, uint16_t tag,
+                            std::vector<uint8_t>& notice,
+                            const std::vector<transport::PeerAddress>& nodes) {
+  coll::net::NetJob job;
+  job.spec.kind = kind;
+  job.spec.self = self;
+  job.spec.root = node;
+  job.spec.comm = tag;
+  job.spec.seq = kNoticeSeq;
+  job.spec.dtype = 0;  // int8
+  job.spec.count = notice.size();
+  job.spec.buffer = notice.data();
+  job.nodes = nodes;
+  return job;
+}
+
+control::CommKey keyBytes(const uint8_t (&key)[16]) {
+  control::CommKey k;
+  std::memcpy(k.data(), key, k.size());
+  return k;
+}
+
+}  // namespace
+
+int Engine::netDoneFd() const {
+  return multiNode_.enabled() ? multiNode_.executor->doneFd() : -1;
+}
+
+void Engine::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, std::string root) {
+  const std::string key = commKeyHex(e.key);
+  if (!multiNode_.enabled()) {
+    session->complete(e.requestId,
+                      unavailable("comm init: the unique id names root daemon " + root +
+                                  ", but this daemon has no Peer listener (peer.listen)"));
+    return;
+  }
+  auto [it, fresh] = remoteInits_.try_emplace(key);
+  RemoteInit& init = it->second;
+  if (fresh) {
+    init.root = root;
+    init.nranks = e.nranks;
+    init.key = keyBytes(e.key);
+  }
+  if (init.nranks != e.nranks || init.root != root || init.joined.count(e.rank) != 0) {
+    session->complete(e.requestId,
+                      invalidArgument("comm init: rank " + std::to_string(e.rank) +
+                                      " disagrees with this daemon's other ranks of the "
+                                      "communicator, or joined twice"));
+    return;
+  }
+  init.joined[e.rank] = Joiner{session, e.requestId};
+
+  control::JoinRequest request;
+  request.key = keyBytes(e.key);
+  request.nranks = static_cast<uint32_t>(e.nranks);
+  request.ranks = {static_cast<uint32_t>(e.rank)};
+  request.node = multiNode_.identity;
+  const auto address = multiNode_.executor->address();
+  request.transportAddress.assign(address.bytes.begin(), address.bytes.end());
+  const int timeout = e.timeoutMs > 0 ? e.timeoutMs : options_.initTimeoutMs;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout);
+  spdlog::debug("comm init {}: rank {} of {} joins at root {}", key, e.rank, e.nranks, root);
+  multiNode_.bootstrap->join(root, std::move(request), deadline,
+                             [this, key, rank = e.rank](Result<control::RankTable> table) {
+                               {
+                                 std::lock_guard<std::mutex> lock(finishedMutex_);
+                                 joinAnswers_.push_back({key, rank, std::move(table)});
+                               }
+                               uint64_t one = 1;
+                               [[maybe_unused]] ssize_t n = ::write(doneFd_.get(), &one, 8);
+                             });
+}
+
+void Engine::takeJoinAnswers() {
+  std::vector<JoinAnswer> answers;
+  {
+    std::lock_guard<std::mutex> lock(finishedMutex_);
+    answers.swap(joinAnswers_);
+  }
+  for (auto& a : answers) onJoinAnswer(std::move(a));
+}
+
+void Engine::onJoinAnswer(JoinAnswer answer) {
+  auto it = remoteInits_.find(answer.key);
+  if (it == remoteInits_.end()) return;  // failed already
+  if (!answer.table.isOk()) return failRemoteInit(answer.key, answer.table.status());
+  RemoteInit& init = it->second;
+  init.answered[answer.rank] = std::move(answer.table.value());
+  if (init.answered.size() < init.joined.size()) return;
+  const control::RankTable& table = init.answered.begin()->second;
+  for (const auto& [rank, t] : init.answered) {
+    if (!(t == table)) {
+      return failRemoteInit(answer.key, internalError("comm init: the root sent different "
+                                                      "rank tables to this daemon's ranks"));
+    }
+  }
+  formAcrossNodes(answer.key, table);
+}
+
+void Engine::failRemoteInit(const std::string& key, const Status& why) {
+  auto it = remoteInits_.find(key);
+  if (it == remoteInits_.end()) return;
+  for (auto& [rank, j] : it->second.joined) j.session->complete(j.requestId, why);
+  remoteInits_.erase(it);
+}
+
+void Engine::formAcrossNodes(const std::string& key, const control::RankTable& table) {
+  RemoteInit init = std::move(remoteInits_[key]);
+  remoteInits_.erase(key);
+  std::vector<std::vector<uint32_t>> ranksOfNode;
+  uint32_t self = UINT32_MAX;
+  for (uint32_t n = 0; n < table.nodes.size(); ++n) {
+    ranksOfNode.push_back(table.nodes[n].ranks);
+    if (table.nodes[n].identity == multiNode_.identity) self = n;
+  }
+  Status bad = okStatus();
+  Result<coll::hier::NodeLayout> layout = internalError("comm init: this daemon is not in the "
+                                                        "rank table");
+  if (self != UINT32_MAX) layout = coll::hier::NodeLayout::make(self, std::move(ranksOfNode));
+  if (!layout.isOk()) bad = layout.status();
+  if (bad.isOk() && layout->localCount() != init.joined.size()) {
+    bad = internalError("comm init: the rank table places " +
+                        std::to_string(layout->localCount()) + " ranks here, " +
+                        std::to_string(init.joined.size()) + " joined");
+  }
+  if (!bad.isOk()) {
+    for (auto& [rank, j] : init.joined) j.session->complete(j.requestId, bad);
+    return;
+  }
+  auto comm = std::make_shared<Communicator>(nextCommId_++, init.nranks, options_.opTimeoutMs);
+  for (int r = 0; r < init.nranks; ++r) {
+    if (!layout->isLocal(r)) comm->markRemote(r);
+  }
+  comms_[comm->id()] = comm;
+  if (layout->nodes() > 1) {
+    NetComm net;
+    net.layout = std::make_shared<const coll::hier::NodeLayout>(std::move(layout.value()));
+    for (const auto& node : table.nodes) {
+      net.nodes.push_back(transport::PeerAddress{
+          std::vector<uint8_t>(node.transportAddress.begin(), node.transportAddress.end())});
+    }
+    net.tag = static_cast<uint16_t>(init.key[0] | (init.key[1] << 8));
+    // 0xffff is the executor's heartbeat; a key that maps there takes the tag next to it.
+    if (net.tag == 0xffff) net.tag = 0xfffe;
+    netComms_[comm->id()] = net;
+    watchNodes(comm, netComms_[comm->id()]);
+  }
+  for (auto& [rank, j] : init.joined) {
+    comm->setMember(rank, j.session.get());
+    uint64_t handle = j.session->addMember(Member{comm, rank});
+    j.session->complete(j.requestId, okStatus(), handle);
+    j.session->flushCompletions();
+  }
+  spdlog::info("communicator {:x} formed across {} daemons: {} ranks, {} here (node {})",
+               comm->id(), table.nodes.size(), init.nranks, init.joined.size(), self);
+  for (int rank : init.lost) {
+    comm->leave(rank, unavailable("rank " + std::to_string(rank) +
+                                  ": its client went away during comm init"));
+  }
+  progress(comm);
+}
+
+void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                            Match match) {
+  const PendingOp& head = match.ops.front();
+  std::vector<coll::RankBuffers> bufs = matchBuffers(match);
+  StagedMatch staged;
+  if (Status in = staged.stageIn(match.ops, bufs, &staging_); !in.isOk()) {
+    comm->finishMatch(match, in);
+    return;
+  }
+  coll::LocalOp lop{head.type, head.dtype, head.redop, head.root, head.count};
+  auto plan = coll::hier::NodePlan::make(lop, *net.layout, std::move(bufs), &scratch_);
+  if (!plan.isOk()) {
+    comm->finishMatch(match, plan.status());
+    return;
+  }
+  (*plan)->before();
+  coll::net::NetJob job;
+  job.spec = (*plan)->spec();
+  job.spec.comm = net.tag;
+  job.spec.options = multiNode_.netOptions;
+  if (isPointToPoint(head.type)) {
+    const int me = match.refs.front().rank;
+    const bool send = head.type == ipc::OpType::Send;
+    job.spec.seq = transferSeq(send ? me : head.root, send ? head.root : me, comm->nranks(),
+                               head.seq);
+  } else {
+    job.spec.seq = collectiveSeq(match.seq);
+  }
+  job.nodes = net.nodes;
+  NetRun run;
+  run.comm = comm;
+  run.match = std::move(match);
+  run.layout = net.layout;
+  run.plan = std::move(plan.value());
+  run.staged = std::move(staged);
+  submitNet(std::move(run), std::move(job));
+}
+
+void Engine::submitNet(NetRun run, coll::net::NetJob job) {
+  job.id = nextRunId_++;
+  netRuns_.emplace(job.id, std::move(run));
+  multiNode_.executor->submit(std::move(job));
+}
+
+void Engine::watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net) {
+  for (uint32_t n = 0; n < net.nodes.size(); ++n) {
+    if (n == net.layout->self) continue;
+    NetRun run;
+    run.kind = NetRun::Kind::Watch;
+    run.comm = comm;
+    run.node = n;
+    run.notice.assign(kNoticeBytes, 0);
+    auto job = noticeJob(coll::net::NetOpKind::Recv, net.layout->self, n, net.tag, run.notice,
+                         net.nodes);
+    submitNet(std::move(run), std::move(job));
+  }
+}
+
+void Engine::collectNet() {
+  if (!multiNode_.enabled()) return;
+  for (auto& result : multiNode_.executor->takeResults()) {
+    auto it = netRuns_.find(result.id);
+    if (it == netRuns_.end()) continue;
+    NetRun run = std::move(it->second);
+    netRuns_.erase(it);
+    if (run.kind == NetRun::Kind::Watch) {
+      onWatch(run, result.status);
+      continue;
+    }
+    if (run.kind == NetRun::Kind::Notice) continue;
+    Status s = result.status;
+    if (s.isOk()) {
+      run.plan->after();
+      s = run.staged.stageOut(run.match.ops);
+    } else {
+      spdlog::warn("communicator {:x}: {} across daemons failed: {}", run.comm->id(),
+                   opName(run.match.ops.front().type), s.message());
+    }
+    run.comm->finishMatch(run.match, s);
+    for (auto& op : run.match.ops) op.session->flushCompletions();
+    run.plan.reset();  // its scratch goes back to the pool
+    progress(run.comm);
+  }
+  propagateFailures();
+}
+
+void Engine::onWatch(NetRun& run, const Status& status) {
+  const auto& comm = run.comm;
+  if (comm->failed() || comms_.count(comm->id()) == 0) return;  // over already
+  auto net = netComms_.find(comm->id());
+  std::string ranks;
+  if (net != netComms_.end()) {
+    for (uint32_t r : net->second.layout->ranksOfNode[run.node]) {
+      ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    }
+  }
+  Status why = status;
+  if (status.isOk() && run.notice[0] == kNoticeGoodbye) {
+    spdlog::info("communicator {:x}: ranks {} destroyed their handles on their daemon",
+                 comm->id(), ranks);
+    if (net == netComms_.end()) return;
+    for (uint32_t r : net->second.layout->ranksOfNode[run.node]) {
+      comm->depart(static_cast<int>(r), unavailable("destroyed its handle of the communicator"));
+    }
+    progress(comm);
+    return;
+  }
+  if (status.isOk()) {
+    run.notice.back() = 0;
+    why = Status{Code::RemoteError,
+                 "the daemon of ranks " + ranks + " failed the communicator: " +
+                     reinterpret_cast<const char*>(run.notice.data() + 1)};
+    // That daemon has failed already: it needs no notice back.
+    if (net != netComms_.end()) net->second.notified = true;
+  } else {
+    why = Status{status.code(), "the daemon of ranks " + ranks + ": " + status.message()};
+  }
+  spdlog::warn("communicator {:x}: {}", comm->id(), why.message());
+  comm->fail(why);
+  progress(comm);
+}
+
+void Engine::propagateFailures() {
+  for (auto& [id, net] : netComms_) {
+    auto comm = comms_.find(id);
+    if (comm != comms_.end() && comm->second->failed() && !net.notified) {
+      notifyNodes(comm->second, net);
+    }
+  }
+}
+
+void Engine::notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net) {
+  net.notified = true;
+  // First stop this communicator's inter-node work (running ops tell the daemons they exchange
+  // with), then tell every other daemon, whatever it is doing.
+  multiNode_.executor->abortComm(net.tag, comm->failure());
+  sendNotices(comm, net, kNoticeFailure, comm->failure().message());
+}
+
+void Engine::sendNotices(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                         uint8_t kind, const std::string& text) {
+  for (uint32_t n = 0; n < net.nodes.size(); ++n) {
+    if (n == net.layout->self) continue;
+    NetRun run;
+    run.kind = NetRun::Kind::Notice;
+    run.comm = comm;
+    run.node = n;
+    run.notice.assign(kNoticeBytes, 0);
+    run.notice[0] = kind;
+    std::memcpy(run.notice.data() + 1, text.data(), std::min(text.size(), kNoticeBytes - 2));
+    auto job = noticeJob(coll::net::NetOpKind::Send, net.layout->self, n, net.tag, run.notice,
+                         net.nodes);
+    submitNet(std::move(run), std::move(job));
+  }
+}
+
+void Engine::retireNet(const std::shared_ptr<Communicator>& comm) {
+  auto it = netComms_.find(comm->id());
+  if (it == netComms_.end()) return;
+  if (comm->failed() && !it->second.notified) {
+    notifyNodes(comm, it->second);
+  } else if (!comm->failed()) {
+    // Our watches end when the others say goodbye (or fail, or go away) in turn.
+    sendNotices(comm, it->second, kNoticeGoodbye, "destroyed");
+  }
+  netComms_.erase(it);
+}
+
+}  // namespace hc::session
