@@ -63,7 +63,8 @@ class Engine {
 
   // Shutdown: fails joins and unmatched ops; running ones finish. idle() once none runs.
   void failPending(const Status& why);
-  bool idle() const { return running_.empty() && netRuns_.empty(); }
+  // Watches on other daemons never end on their own: they do not keep the daemon from stopping.
+  bool idle() const { return running_.empty() && netOpsRunning_ == 0; }
 
  private:
   struct Joiner {
@@ -159,6 +160,7 @@ class Engine {
   std::map<std::string, RemoteInit> remoteInits_;
   std::map<uint64_t, NetComm> netComms_;  // by communicator id
   std::map<uint64_t, NetRun> netRuns_;    // by job id
+  size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Op
   coll::hier::ScratchPool scratch_;
 };
 

@@ -247,6 +247,7 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
 
 void Engine::submitNet(NetRun run, coll::net::NetJob job) {
   job.id = nextRunId_++;
+  if (run.kind == NetRun::Kind::Op) ++netOpsRunning_;
   netRuns_.emplace(job.id, std::move(run));
   multiNode_.executor->submit(std::move(job));
 }
@@ -277,6 +278,7 @@ void Engine::collectNet() {
       continue;
     }
     if (run.kind == NetRun::Kind::Notice) continue;
+    --netOpsRunning_;
     Status s = result.status;
     if (s.isOk()) {
       run.plan->after();
