@@ -88,9 +88,10 @@ Status validate(const transport::Transport* transport, const NetExecutorOptions&
   }
   if (o.silenceTimeout.count() < 0 ||
       (o.silenceTimeout.count() > 0 && o.silenceTimeout < 4 * o.heartbeatInterval)) {
-    return invalidArgument("net executor: silenceTimeout must be 0 (off) or at least 4 heartbeat "
-                           "intervals (" +
-                           std::to_string(4 * o.heartbeatInterval.count()) + " ms)");
+    return invalidArgument(
+        "net executor: silenceTimeout must be 0 (off) or at least 4 heartbeat "
+        "intervals (" +
+        std::to_string(4 * o.heartbeatInterval.count()) + " ms)");
   }
   return okStatus();
 }

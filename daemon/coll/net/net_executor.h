@@ -141,7 +141,7 @@ class NetExecutor {
 
   const transport::PeerAddress address_;
   std::unique_ptr<detail::Mailbox> mailbox_;  // the fds and queues the threads share
-  std::mutex stopMutex_;  // serializes stop() calls
+  std::mutex stopMutex_;                      // serializes stop() calls
   std::thread thread_;
 };
 

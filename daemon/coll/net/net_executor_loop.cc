@@ -221,9 +221,10 @@ bool ProgressLoop::shutdownDone(Clock::time_point now) {
     // Cancelled requests the transport cannot end on its own (a send into a stopped peer): the
     // contract ends every request with a disconnected peer.
     forced_ = true;
-    spdlog::warn("net executor: {} job(s) still draining {} ms into the shutdown; disconnecting "
-                 "every peer",
-                 jobs_.size(), NetExecutor::kStopForceAfter.count());
+    spdlog::warn(
+        "net executor: {} job(s) still draining {} ms into the shutdown; disconnecting "
+        "every peer",
+        jobs_.size(), NetExecutor::kStopForceAfter.count());
     for (auto& [id, peer] : peers_) (void)transport_->disconnect(id);
   }
   return now - stopAt_ >= NetExecutor::kStopGiveUpAfter;
@@ -235,9 +236,10 @@ void ProgressLoop::teardown() {
   // destroy the transport, and only then hand their buffers back with the results.
   std::vector<std::pair<uint64_t, std::string>> leaked;
   for (Job& job : jobs_) {
-    spdlog::error("net executor: job {} ({}) did not drain within {} ms of the shutdown; leaking "
-                  "its op",
-                  job.id, job.op->algorithm(), NetExecutor::kStopGiveUpAfter.count());
+    spdlog::error(
+        "net executor: job {} ({}) did not drain within {} ms of the shutdown; leaking "
+        "its op",
+        job.id, job.op->algorithm(), NetExecutor::kStopGiveUpAfter.count());
     leaked.emplace_back(job.id, job.op->algorithm());
     (void)job.op.release();
   }

@@ -142,7 +142,7 @@ class ProgressLoop {
   UniqueFd epollFd_;  // over mailbox_.wakeFd() and transport_->eventFd()
   const bool transportHasFd_;
 
-  std::vector<Job> jobs_;  // running
+  std::vector<Job> jobs_;                                               // running
   std::unordered_map<transport::PeerId, std::unique_ptr<Peer>> peers_;  // stable: buffers lent
   std::map<std::vector<uint8_t>, transport::PeerId> byAddress_;
   std::vector<std::pair<transport::PeerId, Status>> reportedFailures_;  // from the handler

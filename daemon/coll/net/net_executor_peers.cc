@@ -124,8 +124,8 @@ void ProgressLoop::failPeer(Peer& peer, const std::string& reason, bool disconne
   if (peer.failed) return;
   peer.failed = true;
   peer.failure = unavailable(reason);
-  spdlog::warn("net executor: transport peer {} {}; failing its {} running job(s)", peer.id,
-               reason, peer.runningJobs);
+  spdlog::warn("net executor: transport peer {} {}; failing its {} running job(s)", peer.id, reason,
+               peer.runningJobs);
   for (Job& job : jobs_) {
     const auto& peers = job.spec.peers;
     for (uint32_t node = 0; node < peers.size(); ++node) {
@@ -174,9 +174,10 @@ void ProgressLoop::checkStall(Clock::time_point now) {
   }
   // Passes are never further apart than a heartbeat interval (a quarter of the timeout) unless
   // this thread did not run: heartbeats may be waiting unread, so nobody can be judged yet.
-  spdlog::warn("net executor: the progress thread did not run for {} ms; restarting the silence "
-               "clocks",
-               millis(now - lastPass_));
+  spdlog::warn(
+      "net executor: the progress thread did not run for {} ms; restarting the silence "
+      "clocks",
+      millis(now - lastPass_));
   for (auto& [id, peer] : peers_) {
     if (peer->heard) peer->lastHeard = now;
   }

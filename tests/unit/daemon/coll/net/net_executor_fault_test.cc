@@ -1,8 +1,8 @@
 // NetExecutor under failure: a peer daemon that dies or exits fails the jobs that name it within a
-// bound, and later jobs naming it at once; a peer daemon that is stopped (frozen: its endpoint open,
-// its thread still) fails them after the silence timeout; a peer in no running job, or one that is
-// merely late, is never failed for silence. The heartbeat wire format is checked from a bare
-// endpoint playing the peer.
+// bound, and later jobs naming it at once; a peer daemon that is stopped (frozen: its endpoint
+// open, its thread still) fails them after the silence timeout; a peer in no running job, or one
+// that is merely late, is never failed for silence. The heartbeat wire format is checked from a
+// bare endpoint playing the peer.
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -47,8 +47,8 @@ void barrier(ExecutorCluster& cluster, uint64_t id, std::vector<size_t> members 
 
 NetJob allreduce(const ExecutorCluster& cluster, size_t node, uint64_t id, std::vector<float>& data,
                  const std::vector<size_t>& members = {}) {
-  NetJob job = cluster.job(node, id, NetOpKind::AllReduce, 0x0aa0, static_cast<uint32_t>(id),
-                           members);
+  NetJob job =
+      cluster.job(node, id, NetOpKind::AllReduce, 0x0aa0, static_cast<uint32_t>(id), members);
   job.spec.dtype = kFloat32;
   job.spec.redop = kSum;
   job.spec.count = data.size();
@@ -95,7 +95,8 @@ TEST_P(PeerFailureTest, AbortsTheJobsThatNameThePeerAndLaterOnesAtOnce) {
   EXPECT_LT(msSince(later), 500);
 
   std::vector<std::vector<float>> pair(2, std::vector<float>(1000, 2.0f));
-  for (size_t node : {0, 1}) cluster.at(node).submit(allreduce(cluster, node, 4, pair[node], {0, 1}));
+  for (size_t node : {0, 1})
+    cluster.at(node).submit(allreduce(cluster, node, 4, pair[node], {0, 1}));
   for (size_t node : {0, 1}) {
     Result<NetJobResult> result = cluster.wait(node, 4);
     ASSERT_TRUE(result.isOk()) << result.status().toString();

@@ -70,8 +70,8 @@ ExecutorCluster::ExecutorCluster(size_t nodes, NetExecutorOptions options) : res
 }
 
 ExecutorCluster::~ExecutorCluster() {
-  for (size_t node = 0; node < executors_.size(); ++node) {
-    if (executors_[node]) transports_[node]->thaw();  // a frozen thread could never be joined
+  for (FreezableTransport* transport : transports_) {
+    if (transport != nullptr) transport->thaw();  // a frozen thread could never be joined
   }
   executors_.clear();  // before the fabric their endpoints borrow
 }
@@ -98,8 +98,15 @@ void ExecutorCluster::kill(size_t node) {
   HC_CHECK(fabric_.kill(transports_.at(node)->id()).isOk());
 }
 
+void ExecutorCluster::stop(size_t node) {
+  if (transports_.at(node) != nullptr) transports_[node]->thaw();
+  transports_[node] = nullptr;
+  executors_.at(node)->stop();
+}
+
 void ExecutorCluster::destroy(size_t node) {
-  transports_.at(node)->thaw();
+  if (transports_.at(node) != nullptr) transports_[node]->thaw();
+  transports_[node] = nullptr;
   executors_.at(node).reset();
 }
 

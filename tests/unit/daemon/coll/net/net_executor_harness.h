@@ -90,6 +90,7 @@ class ExecutorCluster {
 
   size_t size() const { return executors_.size(); }
   NetExecutor& at(size_t node) { return *executors_.at(node); }
+  // Until stop(node) or destroy(node).
   FreezableTransport& transport(size_t node) { return *transports_.at(node); }
   const std::vector<transport::PeerAddress>& addresses() const { return addresses_; }
   transport::LoopbackFabric& fabric() { return fabric_; }
@@ -101,12 +102,15 @@ class ExecutorCluster {
 
   // Simulates the death of `node`'s daemon (LoopbackFabric::kill); its executor keeps running.
   void kill(size_t node);
+  // Stops `node`'s executor (NetExecutor::stop(), which destroys its transport); its results stay.
+  void stop(size_t node);
   // Destroys `node`'s executor, and with it its endpoint: to the others, the daemon exited.
   void destroy(size_t node);
 
   // The result of job `id` on `node`, waiting on the node's done fd for at most `timeout`;
   // Timeout when none came. Results taken meanwhile for other jobs are kept for their own wait().
-  Result<NetJobResult> wait(size_t node, uint64_t id, std::chrono::milliseconds timeout = kDeadline);
+  Result<NetJobResult> wait(size_t node, uint64_t id,
+                            std::chrono::milliseconds timeout = kDeadline);
   // Takes whatever results are waiting now, then: how many results job `id` on `node` got so far.
   size_t resultCount(size_t node, uint64_t id);
 
@@ -115,7 +119,8 @@ class ExecutorCluster {
 
   transport::LoopbackFabric fabric_;  // first: the endpoints borrow it
   std::vector<std::unique_ptr<NetExecutor>> executors_;
-  std::vector<FreezableTransport*> transports_;  // borrowed: each executor owns its transport
+  // Borrowed: each executor owns its transport until it stops; null from then on.
+  std::vector<FreezableTransport*> transports_;
   std::vector<transport::PeerAddress> addresses_;
   std::vector<std::map<uint64_t, std::vector<NetJobResult>>> results_;  // per node, per job id
 };

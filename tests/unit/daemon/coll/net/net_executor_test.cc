@@ -79,7 +79,7 @@ TEST(NetExecutorTest, ConcurrentAllreducesAndBroadcastsMatchTheReference) {
       allreduce.spec.options.maxInFlight = 2;
       jobs[node].push_back(allreduce);
       expected.push_back({node, allreduceId, &a, sumWant, 4,
-                          count == 0      ? "empty"
+                          count == 0       ? "empty"
                           : count >= 65536 ? "allreduce_ring"
                                            : "allreduce_recursive_doubling"});
 
@@ -92,7 +92,8 @@ TEST(NetExecutorTest, ConcurrentAllreducesAndBroadcastsMatchTheReference) {
       broadcast.spec.buffer = b.data();
       broadcast.spec.options.chunkBytes = 8 * 1024;
       jobs[node].push_back(broadcast);
-      expected.push_back({node, broadcastId, &b, bcastWant, 8, count == 0 ? "empty" : "broadcast_chain"});
+      expected.push_back(
+          {node, broadcastId, &b, bcastWant, 8, count == 0 ? "empty" : "broadcast_chain"});
     }
   }
   for (size_t node = 0; node < n; ++node) {
@@ -153,7 +154,8 @@ TEST(NetExecutorTest, DoneFdIsReadableExactlyWhileResultsWait) {
     cluster.at(node).submit(cluster.job(node, 42, NetOpKind::Barrier, 0x0d0d, 1));
   }
   pollfd p{fd, POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, static_cast<int>(kDeadline.count())), 1) << "no result within the deadline";
+  ASSERT_EQ(::poll(&p, 1, static_cast<int>(kDeadline.count())), 1)
+      << "no result within the deadline";
   std::vector<NetJobResult> results = cluster.at(0).takeResults();
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].id, 42u);
@@ -283,7 +285,7 @@ TEST(NetExecutorTest, StopWithARunningJobIsPromptAndReportsShuttingDown) {
   ASSERT_TRUE(cluster.wait(0, 10).isOk());
 
   const auto start = Clock::now();
-  cluster.at(0).stop();
+  cluster.stop(0);
   EXPECT_LT(msSince(start), 1000) << "stop() with a running job took too long";
   Result<NetJobResult> result = cluster.wait(0, 9, milliseconds(0));
   ASSERT_TRUE(result.isOk()) << "stop() must post the result before it returns";
@@ -337,7 +339,8 @@ TEST(NetExecutorTest, StartRefusesOptionsOutOfRange) {
   options.silenceTimeout = milliseconds(0);  // off: allowed
   auto endpoint = fabric.attach();
   ASSERT_TRUE(endpoint.isOk());
-  Result<std::unique_ptr<NetExecutor>> made = NetExecutor::start(std::move(endpoint.value()), options);
+  Result<std::unique_ptr<NetExecutor>> made =
+      NetExecutor::start(std::move(endpoint.value()), options);
   EXPECT_TRUE(made.isOk()) << made.status().toString();
 }
 
