@@ -20,7 +20,9 @@ std::string rankList(const std::vector<uint32_t>& ranks) {
   return text;
 }
 
-std::string commName(const CommKey& key) { return "communicator " + commKeyHex(key); }
+// The key's first 8 hex digits: enough to tell communicators apart in one log, and short enough
+// that the ranks an error names still fit the 100 bytes a client's completion carries.
+std::string commName(const CommKey& key) { return "communicator " + commKeyHex(key).substr(0, 8); }
 
 }  // namespace
 
@@ -234,8 +236,8 @@ Status JoinRegistry::deadlineFailure(const CommKey& key, const PendingComm& comm
   }
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - comm.opened);
   return {Code::Timeout,
-          commName(key) + ": deadline exceeded after " + std::to_string(waited.count()) +
-              " ms waiting for ranks " + rankList(missing) + " (ranks joined: " +
+          commName(key) + ": waiting for ranks " + rankList(missing) + ": deadline exceeded after " +
+              std::to_string(waited.count()) + " ms (ranks joined: " +
               std::to_string(comm.joinedCount) + " of " + std::to_string(comm.nranks) +
               "; nodes joined: " + std::to_string(comm.nodes.size()) + ")"};
 }

@@ -155,8 +155,9 @@ void Engine::progress(const std::shared_ptr<Communicator>& comm) {
     }
   }
   if (comm->failed()) {
-    if (auto net = netComms_.find(comm->id()); net != netComms_.end() && !net->second.notified) {
-      notifyNodes(comm, net->second);
+    if (auto net = netComms_.find(comm->id()); net != netComms_.end()) {
+      if (!net->second.notified) notifyNodes(comm, net->second);
+      releaseRuns(comm);
     }
   }
 }
@@ -215,10 +216,8 @@ void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
 }
 
 void Engine::split(const std::shared_ptr<Communicator>& comm, const Match& match) {
-  if (netComms_.count(comm->id()) != 0) {
-    comm->finishMatch(match, invalidArgument("hc_comm_split of a communicator that spans "
-                                             "daemons is not supported yet"));
-    return;
+  if (auto net = netComms_.find(comm->id()); net != netComms_.end()) {
+    return splitAcrossNodes(comm, net->second, match);
   }
   // New rank order: by key, ties by the parent rank (NCCL's rule).
   std::map<int, std::vector<std::tuple<int, int, size_t>>> byColor;  // color -> (key, rank, op)

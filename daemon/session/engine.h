@@ -103,7 +103,7 @@ class Engine {
   // Inter-node work under way: an operation, a watch on another daemon's failure notices, or
   // such a notice going out.
   struct NetRun {
-    enum class Kind { Op, Watch, Notice } kind = Kind::Op;
+    enum class Kind { Op, Split, Watch, Notice } kind = Kind::Op;
     std::shared_ptr<Communicator> comm;
     Match match;
     std::shared_ptr<const coll::hier::NodeLayout> layout;
@@ -111,6 +111,9 @@ class Engine {
     StagedMatch staged;
     uint32_t node = 0;  // Watch, Notice: the other daemon
     std::vector<uint8_t> notice;
+    // Op, Split: its requests were completed with the communicator's failure while the transport
+    // still held its buffers (kept alive here until the job is final).
+    bool released = false;
   };
   struct JoinAnswer {
     std::string key;
@@ -134,10 +137,14 @@ class Engine {
   void failRemoteInit(const std::string& key, const Status& why);
   void formAcrossNodes(const std::string& key, const control::RankTable& table);
   void runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net, Match match);
+  void splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                        const Match& match);
+  void finishSplitAcrossNodes(NetRun& run);
   void submitNet(NetRun run, coll::net::NetJob job);
   void watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net);
   void onWatch(NetRun& run, const Status& status);
   void propagateFailures();
+  void releaseRuns(const std::shared_ptr<Communicator>& comm);
   void notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net);
   void sendNotices(const std::shared_ptr<Communicator>& comm, const NetComm& net, uint8_t kind,
                    const std::string& text);
@@ -160,7 +167,7 @@ class Engine {
   std::map<std::string, RemoteInit> remoteInits_;
   std::map<uint64_t, NetComm> netComms_;  // by communicator id
   std::map<uint64_t, NetRun> netRuns_;    // by job id
-  size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Op
+  size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Op and Kind::Split
   coll::hier::ScratchPool scratch_;
 };
 

@@ -61,6 +61,18 @@ coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t n
   return job;
 }
 
+// A child communicator's tag id: the same on every daemon (they all split alike), and spread so
+// that children of one parent rarely share a tag. Never the executor's heartbeat id.
+uint16_t childTag(uint16_t parentTag, int color, uint64_t seq) {
+  uint64_t x = (uint64_t{parentTag} << 48) ^ (uint64_t(uint32_t(color)) << 16) ^ seq;
+  x += 0x9e3779b97f4a7c15ull;  // splitmix64's finalizer
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  const auto tag = static_cast<uint16_t>(x);
+  return tag == 0xffff ? 0xfffe : tag;
+}
+
 control::CommKey keyBytes(const uint8_t (&key)[16]) {
   control::CommKey k;
   std::memcpy(k.data(), key, k.size());
@@ -245,9 +257,107 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
   submitNet(std::move(run), std::move(job));
 }
 
+void Engine::splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                              const Match& match) {
+  // Every daemon learns every rank's (color, key) by an allgather among the daemons, then makes
+  // the same children.
+  const auto& layout = *net.layout;
+  NetRun run;
+  run.kind = NetRun::Kind::Split;
+  run.comm = comm;
+  run.layout = net.layout;
+  run.notice.assign(static_cast<size_t>(layout.nranks()) * 2 * sizeof(int32_t), 0);
+  for (size_t i = 0; i < match.ops.size(); ++i) {
+    const int32_t pair[2] = {match.ops[i].splitColor, match.ops[i].splitKey};
+    const uint64_t slot = layout.slotOf(static_cast<uint32_t>(match.refs[i].rank), 2);
+    std::memcpy(run.notice.data() + slot * sizeof(int32_t), pair, sizeof(pair));
+  }
+  coll::net::NetJob job;
+  job.spec.kind = coll::net::NetOpKind::AllGather;
+  job.spec.self = layout.self;
+  job.spec.comm = net.tag;
+  job.spec.seq = collectiveSeq(match.seq);
+  job.spec.dtype = 2;  // int32
+  for (const auto& ranks : layout.ranksOfNode) job.spec.blockCounts.push_back(ranks.size() * 2);
+  job.spec.buffer = run.notice.data();
+  job.spec.options = multiNode_.netOptions;
+  job.nodes = net.nodes;
+  run.match = match;
+  submitNet(std::move(run), std::move(job));
+}
+
+void Engine::finishSplitAcrossNodes(NetRun& run) {
+  const auto& parent = *run.layout;
+  const Match& match = run.match;
+  auto parentNet = netComms_.find(run.comm->id());
+  if (parentNet == netComms_.end()) {
+    run.comm->finishMatch(match, unavailable("the communicator went away during the split"));
+    return;
+  }
+  // color -> (key, parent rank); new ranks by key, ties by parent rank (NCCL's rule).
+  std::map<int32_t, std::vector<std::pair<int32_t, uint32_t>>> byColor;
+  for (uint32_t r = 0; r < static_cast<uint32_t>(parent.nranks()); ++r) {
+    int32_t pair[2];
+    std::memcpy(pair, run.notice.data() + parent.slotOf(r, 2) * sizeof(int32_t), sizeof(pair));
+    if (pair[0] != ipc::kSplitNoColor) byColor[pair[0]].emplace_back(pair[1], r);
+  }
+  std::vector<Communicator::OpResult> results(match.ops.size());
+  for (auto& [color, members] : byColor) {
+    std::sort(members.begin(), members.end());
+    const int n = static_cast<int>(members.size());
+    std::vector<int> childOf(parent.nranks(), -1);
+    for (int c = 0; c < n; ++c) childOf[members[c].second] = c;
+    // The child's nodes: the parent's nodes that hold members, in the parent's order.
+    std::vector<std::vector<uint32_t>> ranksOfNode;
+    std::vector<transport::PeerAddress> nodes;
+    uint32_t self = UINT32_MAX;
+    for (uint32_t pn = 0; pn < parent.nodes(); ++pn) {
+      std::vector<uint32_t> ranks;
+      for (uint32_t r : parent.ranksOfNode[pn]) {
+        if (childOf[r] >= 0) ranks.push_back(static_cast<uint32_t>(childOf[r]));
+      }
+      if (ranks.empty()) continue;
+      std::sort(ranks.begin(), ranks.end());
+      if (pn == parent.self) self = static_cast<uint32_t>(ranksOfNode.size());
+      ranksOfNode.push_back(std::move(ranks));
+      nodes.push_back(parentNet->second.nodes[pn]);
+    }
+    if (self == UINT32_MAX) continue;  // no member here
+    auto layout = coll::hier::NodeLayout::make(self, std::move(ranksOfNode));
+    if (!layout.isOk()) {
+      run.comm->finishMatch(match, layout.status());
+      return;
+    }
+    auto child = std::make_shared<Communicator>(nextCommId_++, n, options_.opTimeoutMs);
+    for (int c = 0; c < n; ++c) {
+      if (!layout->isLocal(c)) child->markRemote(c);
+    }
+    comms_[child->id()] = child;
+    const size_t childNodes = layout->nodes();
+    if (childNodes > 1) {
+      NetComm net;
+      net.layout = std::make_shared<const coll::hier::NodeLayout>(std::move(layout.value()));
+      net.tag = childTag(parentNet->second.tag, color, match.seq);
+      net.nodes = std::move(nodes);
+      netComms_[child->id()] = net;
+      watchNodes(child, netComms_[child->id()]);
+    }
+    for (size_t i = 0; i < match.ops.size(); ++i) {
+      const int c = childOf[match.refs[i].rank];
+      if (c < 0 || match.ops[i].splitColor != color) continue;
+      const SessionPtr& s = match.ops[i].session;
+      child->setMember(c, s.get());
+      results[i] = {s->addMember(Member{child, c}), c, n};
+    }
+    spdlog::info("communicator {:x} split from {:x}: color {}, {} ranks over {} daemons",
+                 child->id(), run.comm->id(), color, n, childNodes);
+  }
+  run.comm->finishMatch(match, okStatus(), results);
+}
+
 void Engine::submitNet(NetRun run, coll::net::NetJob job) {
   job.id = nextRunId_++;
-  if (run.kind == NetRun::Kind::Op) ++netOpsRunning_;
+  if (run.kind == NetRun::Kind::Op || run.kind == NetRun::Kind::Split) ++netOpsRunning_;
   netRuns_.emplace(job.id, std::move(run));
   multiNode_.executor->submit(std::move(job));
 }
@@ -277,8 +387,18 @@ void Engine::collectNet() {
       onWatch(run, result.status);
       continue;
     }
-    if (run.kind == NetRun::Kind::Notice) continue;
+    if (run.kind == NetRun::Kind::Notice || run.released) continue;
     --netOpsRunning_;
+    if (run.kind == NetRun::Kind::Split) {
+      if (result.status.isOk()) {
+        finishSplitAcrossNodes(run);
+      } else {
+        run.comm->finishMatch(run.match, result.status);
+      }
+      for (auto& op : run.match.ops) op.session->flushCompletions();
+      progress(run.comm);
+      continue;
+    }
     Status s = result.status;
     if (s.isOk()) {
       run.plan->after();
@@ -334,9 +454,24 @@ void Engine::onWatch(NetRun& run, const Status& status) {
 void Engine::propagateFailures() {
   for (auto& [id, net] : netComms_) {
     auto comm = comms_.find(id);
-    if (comm != comms_.end() && comm->second->failed() && !net.notified) {
-      notifyNodes(comm->second, net);
-    }
+    if (comm == comms_.end() || !comm->second->failed()) continue;
+    if (!net.notified) notifyNodes(comm->second, net);
+    releaseRuns(comm->second);
+  }
+}
+
+void Engine::releaseRuns(const std::shared_ptr<Communicator>& comm) {
+  // A failed communicator's inter-node work may never end: a send into a stopped daemon, or into
+  // one that stopped this op, waits for a receive that never comes. Its callers hear the failure
+  // now; the job keeps the buffers (and the mappings behind them) until the transport lets go,
+  // so a late arrival can only land in a buffer whose contents an error left undefined.
+  for (auto& [id, run] : netRuns_) {
+    if (run.comm != comm || run.released) continue;
+    if (run.kind != NetRun::Kind::Op && run.kind != NetRun::Kind::Split) continue;
+    run.released = true;
+    --netOpsRunning_;
+    comm->finishMatch(run.match, comm->failure());
+    for (auto& op : run.match.ops) op.session->flushCompletions();
   }
 }
 

@@ -27,6 +27,11 @@ std::string makeRuntimeDir() {
 
 std::unique_ptr<DaemonProcess> DaemonProcess::start(const std::vector<std::string>& extraArgs,
                                                     std::string* error) {
+  return start(extraArgs, Launch{}, error);
+}
+
+std::unique_ptr<DaemonProcess> DaemonProcess::start(const std::vector<std::string>& extraArgs,
+                                                    const Launch& launch, std::string* error) {
   std::unique_ptr<DaemonProcess> d(new DaemonProcess());
   d->dir_ = makeRuntimeDir();
   if (d->dir_.empty()) {
@@ -37,12 +42,14 @@ std::unique_ptr<DaemonProcess> DaemonProcess::start(const std::vector<std::strin
   d->socketPath_ = d->dir_ + "/run/hetero-commd.sock";
   // Debugging a failure: HC_INTEG_LOG_LEVEL=debug (and HC_INTEG_KEEP=1 to keep the logs).
   const char* level = std::getenv("HC_INTEG_LOG_LEVEL");
-  std::vector<std::string> argv = {HC_DAEMON_PATH, "--socket", d->socketPath_, "--log-level",
-                                   level != nullptr && *level != '\0' ? level : "info"};
+  std::vector<std::string> argv = launch.commandPrefix;
+  argv.insert(argv.end(), {HC_DAEMON_PATH, "--socket", d->socketPath_, "--log-level",
+                           level != nullptr && *level != '\0' ? level : "info"});
   argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
   // HC_SOCKET from the test's own environment must not redirect the daemon.
-  d->process_ =
-      ChildProcess::spawn(argv, {{"HC_SOCKET", d->socketPath_}}, d->dir_ + "/daemon.log", error);
+  EnvVars env = launch.env;
+  env.emplace_back("HC_SOCKET", d->socketPath_);
+  d->process_ = ChildProcess::spawn(argv, env, d->dir_ + "/daemon.log", error);
   if (!d->process_) return nullptr;
 
   auto deadline = std::chrono::steady_clock::now() + kReadyTimeout;

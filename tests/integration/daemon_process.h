@@ -19,6 +19,15 @@ class DaemonProcess {
   // most 10 s). Returns null with *error, which includes the daemon's log, on failure.
   static std::unique_ptr<DaemonProcess> start(const std::vector<std::string>& extraArgs,
                                               std::string* error);
+  // How start() runs the daemon beyond its flags: extra environment (e.g. UCX_TLS), and a command
+  // that runs it (e.g. {"/usr/sbin/ip", "netns", "exec", "ns0"}), which must exec the daemon in
+  // its own place so that pid() stays the daemon's.
+  struct Launch {
+    EnvVars env;
+    std::vector<std::string> commandPrefix;
+  };
+  static std::unique_ptr<DaemonProcess> start(const std::vector<std::string>& extraArgs,
+                                              const Launch& launch, std::string* error);
   // Kills a daemon still running and removes the runtime directory (kept when HC_INTEG_KEEP is
   // set, for debugging).
   ~DaemonProcess();

@@ -2,8 +2,8 @@
 // tests and scripts/demo start N of these against one daemon (HC_SOCKET).
 //
 //   hc_rank_worker --rank R --nranks N --id <256 hex digits>
-//                  --mode matrix|alltoallv|groups|biggroup|split|abort|badargs|demo|loop|hang|
-//                         idle|mismatch
+//                  --mode matrix|grid|alltoallv|groups|biggroup|split|abort|badargs|demo|loop|
+//                         hang|idle|mismatch
 //                  [--seed S] [--count C] [--seconds T] [--iters K] [--stall-after K]
 //                  [--go-file PATH] [--field count|dtype|redop|root|op|sendcount|senddtype]
 //                  [--phase group|split] [--aborter R] [--watchdog SECONDS]
@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
       {"split", hc::integ::runSplit},     {"abort", hc::integ::runAbort},
       {"badargs", hc::integ::runBadArgs}, {"demo", hc::integ::runDemo},
       {"loop", hc::integ::runLoop},       {"hang", hc::integ::runHang},
-      {"idle", hc::integ::runIdle},       {"mismatch", hc::integ::runMismatch}};
+      {"idle", hc::integ::runIdle},       {"mismatch", hc::integ::runMismatch},
+      {"grid", hc::integ::runGrid}};
   // Modes that wait on purpose (for a go file, for a stalled peer, forever) run without one.
   int watchdog = 60;
   const std::set<std::string_view> unwatched = {"loop", "hang", "idle", "mismatch", "demo"};

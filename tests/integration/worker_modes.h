@@ -69,6 +69,9 @@ int runSplit(hc_comm_t comm, const WorkerOptions& o);
 // exists the aborter calls hc_comm_abort. Prints "result status=" for what each rank waited on.
 // Ends the communicator: the caller must not destroy it.
 int runAbort(hc_comm_t comm, const WorkerOptions& o);
+// Every data operation over fp32, bf16, int64 and fp8 e4m3 at counts 0, 1, 7, 4097 (every redop)
+// and 1Mi+3 (sum), in place and out of place (worker_multinode.cc): the multi-daemon tests' grid.
+int runGrid(hc_comm_t comm, const WorkerOptions& o);
 // Invalid arguments the client library or the daemon must refuse, then a verified exchange
 // showing the communicator still works.
 int runBadArgs(hc_comm_t comm, const WorkerOptions& o);

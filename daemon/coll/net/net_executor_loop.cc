@@ -122,6 +122,8 @@ void ProgressLoop::startJob(NetJob job) {
 }
 
 void ProgressLoop::abortComm(uint16_t comm, const Status& why) {
+  draining_[comm] = Clock::now() + kDrainAbortedFor;
+  nextHousekeeping_ = Clock::time_point::min();
   for (Job& job : jobs_) {
     if (job.spec.comm != comm) continue;
     job.abortedByOwner = true;

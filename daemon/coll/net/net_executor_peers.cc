@@ -150,6 +150,16 @@ void ProgressLoop::housekeeping(Clock::time_point now) {
     nextBeat_ = now + options_.heartbeatInterval;
   }
   Clock::time_point next = nextBeat_;
+  for (auto it = draining_.begin(); it != draining_.end();) {
+    (void)transport_->discardUnexpected(transport::makeTag(it->first, 0, 0),
+                                        transport::kTagCommMask);
+    if (now >= it->second) {
+      it = draining_.erase(it);
+    } else {
+      next = std::min(next, now + kDrainInterval);
+      ++it;
+    }
+  }
   if (options_.silenceTimeout.count() > 0) {
     for (auto& [id, entry] : peers_) {
       Peer& peer = *entry;
