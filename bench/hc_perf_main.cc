@@ -51,7 +51,9 @@ int run(int argc, char** argv) {
   }
   MemBwReport membw;
   const std::vector<size_t> sizes = limitSizes(cases);
-  const bool haveMembw = opts.membw && !sizes.empty();
+  // The one-pass limit bounds one daemon's local step; across daemons the link bounds the run
+  // (bench/compare-peers measures it), so the limit would only mislead there.
+  const bool haveMembw = opts.membw && !sizes.empty() && opts.sockets.size() < 2;
   if (haveMembw) membw = measureMemBw(opts.nranks, sizes);  // before any fork: it runs threads
 
   TablePrinter table(opts, haveMembw ? &membw : nullptr);
