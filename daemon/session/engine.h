@@ -1,6 +1,8 @@
 // Engine: takes clients' submissions, forms and splits communicators, runs what each
 // communicator matched (collectives in one pass, transfers as one copy), inline for small work
-// and on the reduction pool for large.
+// and on the reduction pool for large. Communicators that span daemons (engine_net.cc) are formed
+// through the Bootstrap and run as hierarchical plans whose inter-node part runs on the
+// NetExecutor.
 // Runs on the IPC thread; the pool's workers reach it only through finished() + the done eventfd.
 #pragma once
 
