@@ -105,7 +105,8 @@ class Engine {
   // Inter-node work under way: an operation, a watch on another daemon's failure notices, or
   // such a notice going out.
   struct NetRun {
-    enum class Kind { Op, Split, Watch, Notice } kind = Kind::Op;
+    // Agree: the daemons compare the collective's descriptor before its Op runs.
+    enum class Kind { Agree, Op, Split, Watch, Notice } kind = Kind::Op;
     std::shared_ptr<Communicator> comm;
     Match match;
     std::shared_ptr<const coll::hier::NodeLayout> layout;
@@ -143,6 +144,8 @@ class Engine {
                         const Match& match);
   void finishSplitAcrossNodes(NetRun& run);
   void submitNet(NetRun run, coll::net::NetJob job);
+  void startNetOp(NetRun run);
+  void onAgreement(NetRun run);
   void watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net);
   void onWatch(NetRun& run, const Status& status);
   void propagateFailures();
@@ -169,7 +172,7 @@ class Engine {
   std::map<std::string, RemoteInit> remoteInits_;
   std::map<uint64_t, NetComm> netComms_;  // by communicator id
   std::map<uint64_t, NetRun> netRuns_;    // by job id
-  size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Op and Kind::Split
+  size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Agree, Op and Split
   coll::hier::ScratchPool scratch_;
 };
 

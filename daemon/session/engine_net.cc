@@ -26,15 +26,35 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Sequence numbers in tags (transport.h): collectives use [0, 2^31 - 1), transfers the upper
-// half with the rank pair folded in, and kNoticeSeq carries failure notices.
+// Sequence numbers in tags (transport.h): collectives use [0, 2^30 - 1), their descriptor
+// agreement the same with kAgreeBit, transfers the upper half with the rank pair folded in, and
+// kNoticeSeq carries failure notices.
 constexpr uint32_t kNoticeSeq = 0x7fffffffu;
+constexpr uint32_t kAgreeBit = 0x40000000u;
 constexpr size_t kNoticeBytes = 160;
 // A notice's first byte says what it is; text follows, NUL-terminated.
 constexpr uint8_t kNoticeFailure = 'F';
 constexpr uint8_t kNoticeGoodbye = 'B';
 
-uint32_t collectiveSeq(uint64_t seq) { return static_cast<uint32_t>(seq % kNoticeSeq); }
+uint32_t collectiveSeq(uint64_t seq) { return static_cast<uint32_t>(seq % (kAgreeBit - 1)); }
+
+// What every daemon must agree on for one collective: 16 bytes, compared bitwise.
+struct Descriptor {
+  uint8_t type, dtype, redop, pad;
+  int32_t root;
+  uint64_t count;
+};
+static_assert(sizeof(Descriptor) == 16);
+
+std::string describe(const Descriptor& d) {
+  PendingOp op;
+  op.type = static_cast<ipc::OpType>(d.type);
+  op.dtype = d.dtype;
+  op.redop = d.redop;
+  op.root = d.root;
+  op.count = d.count;
+  return describeOp(op);
+}
 
 // Transfers between the same two daemons share the tag space: the pair of ranks tells them
 // apart (exactly below 182 ranks; beyond, pairs may share a tag, and transfers of one pair of
@@ -234,26 +254,77 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
     comm->finishMatch(match, plan.status());
     return;
   }
-  (*plan)->before();
-  coll::net::NetJob job;
-  job.spec = (*plan)->spec();
-  job.spec.comm = net.tag;
-  job.spec.options = multiNode_.netOptions;
-  if (isPointToPoint(head.type)) {
-    const int me = match.refs.front().rank;
-    const bool send = head.type == ipc::OpType::Send;
-    job.spec.seq = transferSeq(send ? me : head.root, send ? head.root : me, comm->nranks(),
-                               head.seq);
-  } else {
-    job.spec.seq = collectiveSeq(match.seq);
-  }
-  job.nodes = net.nodes;
   NetRun run;
   run.comm = comm;
   run.match = std::move(match);
   run.layout = net.layout;
   run.plan = std::move(plan.value());
   run.staged = std::move(staged);
+  if (isPointToPoint(head.type)) return startNetOp(std::move(run));
+  // Collectives: ranks on other daemons may have posted another descriptor, which the local
+  // matching cannot see; the daemons allgather theirs first (16 bytes each), so a mismatch fails
+  // every rank with the same message instead of running two different schedules.
+  const PendingOp& first = run.match.ops.front();
+  const Descriptor mine{static_cast<uint8_t>(first.type), first.dtype, first.redop, 0, first.root,
+                        first.count};
+  run.kind = NetRun::Kind::Agree;
+  run.notice.assign(net.nodes.size() * sizeof(Descriptor), 0);
+  std::memcpy(run.notice.data() + net.layout->self * sizeof(Descriptor), &mine, sizeof(mine));
+  coll::net::NetJob job;
+  job.spec.kind = coll::net::NetOpKind::AllGather;
+  job.spec.self = net.layout->self;
+  job.spec.comm = net.tag;
+  job.spec.seq = collectiveSeq(run.match.seq) | kAgreeBit;
+  job.spec.dtype = 0;  // int8
+  job.spec.blockCounts.assign(net.nodes.size(), sizeof(Descriptor));
+  job.spec.buffer = run.notice.data();
+  job.nodes = net.nodes;
+  submitNet(std::move(run), std::move(job));
+}
+
+void Engine::onAgreement(NetRun run) {
+  const auto& layout = *run.layout;
+  std::vector<Descriptor> all(layout.nodes());
+  std::memcpy(all.data(), run.notice.data(), all.size() * sizeof(Descriptor));
+  for (uint32_t n = 1; n < all.size(); ++n) {
+    if (std::memcmp(&all[n], &all[0], sizeof(Descriptor)) == 0) continue;
+    // The same words on every daemon: each has the same table.
+    const Status why = invalidArgument(
+        "op " + std::to_string(run.match.seq) + " mismatch: rank " +
+        std::to_string(layout.ranksOfNode[0][0]) + " posted " + describe(all[0]) + ", rank " +
+        std::to_string(layout.ranksOfNode[n][0]) + " posted " + describe(all[n]));
+    spdlog::warn("communicator {:x}: {}", run.comm->id(), why.message());
+    // Every daemon sees the same descriptors and fails with the same words: a notice from here
+    // could reach another daemon before its own agreement ends, and give its ranks other words.
+    if (auto net = netComms_.find(run.comm->id()); net != netComms_.end()) {
+      net->second.notified = true;
+    }
+    run.comm->finishMatch(run.match, why);
+    for (auto& op : run.match.ops) op.session->flushCompletions();
+    progress(run.comm);
+    return;
+  }
+  run.kind = NetRun::Kind::Op;
+  startNetOp(std::move(run));
+}
+
+void Engine::startNetOp(NetRun run) {
+  const PendingOp& head = run.match.ops.front();
+  run.plan->before();
+  coll::net::NetJob job;
+  job.spec = run.plan->spec();
+  job.spec.comm = netComms_.count(run.comm->id()) ? netComms_[run.comm->id()].tag : 0;
+  job.spec.options = multiNode_.netOptions;
+  if (isPointToPoint(head.type)) {
+    const int me = run.match.refs.front().rank;
+    const bool send = head.type == ipc::OpType::Send;
+    job.spec.seq = transferSeq(send ? me : head.root, send ? head.root : me,
+                               run.comm->nranks(), head.seq);
+  } else {
+    job.spec.seq = collectiveSeq(run.match.seq);
+  }
+  job.nodes = netComms_.count(run.comm->id()) ? netComms_[run.comm->id()].nodes
+                                              : std::vector<transport::PeerAddress>{};
   submitNet(std::move(run), std::move(job));
 }
 
@@ -357,7 +428,10 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
 
 void Engine::submitNet(NetRun run, coll::net::NetJob job) {
   job.id = nextRunId_++;
-  if (run.kind == NetRun::Kind::Op || run.kind == NetRun::Kind::Split) ++netOpsRunning_;
+  if (run.kind == NetRun::Kind::Agree || run.kind == NetRun::Kind::Op ||
+      run.kind == NetRun::Kind::Split) {
+    ++netOpsRunning_;
+  }
   netRuns_.emplace(job.id, std::move(run));
   multiNode_.executor->submit(std::move(job));
 }
@@ -389,6 +463,16 @@ void Engine::collectNet() {
     }
     if (run.kind == NetRun::Kind::Notice || run.released) continue;
     --netOpsRunning_;
+    if (run.kind == NetRun::Kind::Agree) {
+      if (result.status.isOk()) {
+        onAgreement(std::move(run));
+      } else {
+        run.comm->finishMatch(run.match, result.status);
+        for (auto& op : run.match.ops) op.session->flushCompletions();
+        progress(run.comm);
+      }
+      continue;
+    }
     if (run.kind == NetRun::Kind::Split) {
       if (result.status.isOk()) {
         finishSplitAcrossNodes(run);
@@ -467,7 +551,7 @@ void Engine::releaseRuns(const std::shared_ptr<Communicator>& comm) {
   // so a late arrival can only land in a buffer whose contents an error left undefined.
   for (auto& [id, run] : netRuns_) {
     if (run.comm != comm || run.released) continue;
-    if (run.kind != NetRun::Kind::Op && run.kind != NetRun::Kind::Split) continue;
+    if (run.kind == NetRun::Kind::Watch || run.kind == NetRun::Kind::Notice) continue;
     run.released = true;
     --netOpsRunning_;
     comm->finishMatch(run.match, comm->failure());

@@ -126,5 +126,39 @@ TEST(MultiDaemonSplitTest, SplitWithThreeDaemonsMakesWorkingChildren) {
   runClusterJob("split3", {0, 1, 2, 0, 1, 2}, {"--mode", "split", "--seed", "78"}, kJobTimeout);
 }
 
+// A collective whose descriptor differs between ranks on different daemons: the daemons compare
+// descriptors before running it, so every rank gets the same InvalidArgument naming both
+// descriptors, and the next operation fails with it too (no rank runs a different schedule).
+class MultiDaemonMismatchTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MultiDaemonMismatchTest, EveryRankGetsTheSameErrorNamingBothDescriptors) {
+  std::string error;
+  auto cluster = DaemonCluster::start({}, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  // One rank per daemon: the daemons, not the local matching, see the mismatch.
+  auto job = ClusterJob::start(*cluster, "mismatch-" + GetParam(), {0, 1},
+                               {"--mode", "mismatch", "--field", GetParam(), "--watchdog", "30"},
+                               &error);
+  ASSERT_NE(job, nullptr) << error;
+  ASSERT_TRUE(job->waitAll(seconds(30))) << job->report() << cluster->logTails();
+  std::string first;
+  for (int i = 0; i < job->size(); ++i) {
+    SCOPED_TRACE("rank " + std::to_string(i));
+    const auto result = findStatusLine(job->proc(i).output(), "result");
+    ASSERT_TRUE(result.has_value()) << job->report();
+    EXPECT_EQ(result->status, 3 /* InvalidArgument */) << result->text;
+    EXPECT_NE(result->text.find("mismatch"), std::string::npos) << result->text;
+    if (i == 0) first = result->text;
+    EXPECT_EQ(result->text, first) << "ranks got different errors";
+    const auto later = findStatusLine(job->proc(i).output(), "later");
+    ASSERT_TRUE(later.has_value()) << job->report();
+    EXPECT_NE(later->status, 0) << "an operation after the mismatch succeeded";
+  }
+  if (HasFailure()) ADD_FAILURE() << cluster->logTails();
+}
+
+INSTANTIATE_TEST_SUITE_P(Fields, MultiDaemonMismatchTest,
+                         ::testing::Values("count", "dtype", "redop", "root", "op"));
+
 }  // namespace
 }  // namespace hc::integ
