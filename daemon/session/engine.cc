@@ -157,7 +157,6 @@ void Engine::progress(const std::shared_ptr<Communicator>& comm) {
   if (comm->failed()) {
     if (auto net = netComms_.find(comm->id()); net != netComms_.end()) {
       if (!net->second.notified) notifyNodes(comm, net->second);
-      releaseRuns(comm);
     }
   }
 }

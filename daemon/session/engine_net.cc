@@ -532,6 +532,10 @@ void Engine::onWatch(NetRun& run, const Status& status) {
   }
   spdlog::warn("communicator {:x}: {}", comm->id(), why.message());
   comm->fail(why);
+  // That daemon went away or fell silent: what runs with it may never end (a send into a stopped
+  // peer). Other failures end running ops through the ops themselves (their failure notices, and
+  // the stray traffic the aborting daemon drains), so ops that were about to finish still do.
+  if (!status.isOk()) releaseRuns(comm);
   progress(comm);
 }
 
@@ -540,15 +544,14 @@ void Engine::propagateFailures() {
     auto comm = comms_.find(id);
     if (comm == comms_.end() || !comm->second->failed()) continue;
     if (!net.notified) notifyNodes(comm->second, net);
-    releaseRuns(comm->second);
   }
 }
 
 void Engine::releaseRuns(const std::shared_ptr<Communicator>& comm) {
-  // A failed communicator's inter-node work may never end: a send into a stopped daemon, or into
-  // one that stopped this op, waits for a receive that never comes. Its callers hear the failure
-  // now; the job keeps the buffers (and the mappings behind them) until the transport lets go,
-  // so a late arrival can only land in a buffer whose contents an error left undefined.
+  // Inter-node work with a stopped daemon may never end: a send into it waits for a receive that
+  // never comes. Its callers hear the failure now; the job keeps the buffers (and the mappings
+  // behind them) until the transport lets go, so a late arrival can only land in a buffer whose
+  // contents an error left undefined.
   for (auto& [id, run] : netRuns_) {
     if (run.comm != comm || run.released) continue;
     if (run.kind == NetRun::Kind::Watch || run.kind == NetRun::Kind::Notice) continue;

@@ -157,6 +157,33 @@ TEST_P(MultiDaemonMismatchTest, EveryRankGetsTheSameErrorNamingBothDescriptors) 
   if (HasFailure()) ADD_FAILURE() << cluster->logTails();
 }
 
+// Ranks 0 and 2 share daemon 0 and disagree there: daemon 0's own matching fails the
+// communicator and tells daemon 1. The operation before it completes everywhere (it was about to
+// finish on daemon 1 when the failure came), and every rank gets an error for the mismatched one.
+TEST(MultiDaemonMismatchTest, LocalMismatchFailsTheOtherDaemonsRanksButNotTheOpBefore) {
+  std::string error;
+  auto cluster = DaemonCluster::start({}, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  for (int round = 0; round < 3; ++round) {
+    auto job = ClusterJob::start(*cluster, "local-mismatch-" + std::to_string(round),
+                                 {0, 1, 0, 1},
+                                 {"--mode", "mismatch", "--field", "count", "--watchdog", "30"},
+                                 &error);
+    ASSERT_NE(job, nullptr) << error;
+    ASSERT_TRUE(job->waitAll(seconds(30))) << job->report() << cluster->logTails();
+    for (int i = 0; i < job->size(); ++i) {
+      SCOPED_TRACE("round " + std::to_string(round) + ", rank " + std::to_string(i));
+      const auto warmup = findStatusLine(job->proc(i).output(), "warmup");
+      const auto result = findStatusLine(job->proc(i).output(), "result");
+      ASSERT_TRUE(warmup.has_value() && result.has_value()) << job->report();
+      EXPECT_EQ(warmup->status, 0) << warmup->text;
+      EXPECT_NE(result->status, 0) << "the mismatched operation succeeded";
+      if (i % 2 == 0) EXPECT_NE(result->text.find("mismatch"), std::string::npos) << result->text;
+    }
+  }
+  if (HasFailure()) ADD_FAILURE() << cluster->logTails();
+}
+
 INSTANTIATE_TEST_SUITE_P(Fields, MultiDaemonMismatchTest,
                          ::testing::Values("count", "dtype", "redop", "root", "op"));
 
