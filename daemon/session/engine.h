@@ -139,12 +139,16 @@ class Engine {
   void onJoinAnswer(JoinAnswer answer);
   void failRemoteInit(const std::string& key, const Status& why);
   void formAcrossNodes(const std::string& key, const control::RankTable& table);
+  // A communicator laid out as `layout`: remote ranks marked, and when it spans daemons its
+  // inter-node side (tag, the daemons' addresses) with a watch on every other daemon.
+  std::shared_ptr<Communicator> makeSpanningComm(coll::hier::NodeLayout layout, uint16_t tag,
+                                                 std::vector<transport::PeerAddress> nodes);
   void runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net, Match match);
   void splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                         const Match& match);
   void finishSplitAcrossNodes(NetRun& run);
   void submitNet(NetRun run, coll::net::NetJob job);
-  void startNetOp(NetRun run);
+  void startNetOp(const NetComm& net, NetRun run);
   void onAgreement(NetRun run);
   void watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net);
   void onWatch(NetRun& run, const Status& status);

@@ -82,15 +82,14 @@ coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t n
 }
 
 // A child communicator's tag id: the same on every daemon (they all split alike), and spread so
-// that children of one parent rarely share a tag. Never the executor's heartbeat id.
+// that children of one parent rarely share a tag.
 uint16_t childTag(uint16_t parentTag, int color, uint64_t seq) {
   uint64_t x = (uint64_t{parentTag} << 48) ^ (uint64_t(uint32_t(color)) << 16) ^ seq;
   x += 0x9e3779b97f4a7c15ull;  // splitmix64's finalizer
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   x ^= x >> 31;
-  const auto tag = static_cast<uint16_t>(x);
-  return tag == 0xffff ? 0xfffe : tag;
+  return static_cast<uint16_t>(x);
 }
 
 control::CommKey keyBytes(const uint8_t (&key)[16]) {
@@ -192,38 +191,26 @@ void Engine::formAcrossNodes(const std::string& key, const control::RankTable& t
     ranksOfNode.push_back(table.nodes[n].ranks);
     if (table.nodes[n].identity == multiNode_.identity) self = n;
   }
-  Status bad = okStatus();
-  Result<coll::hier::NodeLayout> layout = internalError("comm init: this daemon is not in the "
-                                                        "rank table");
-  if (self != UINT32_MAX) layout = coll::hier::NodeLayout::make(self, std::move(ranksOfNode));
-  if (!layout.isOk()) bad = layout.status();
-  if (bad.isOk() && layout->localCount() != init.joined.size()) {
-    bad = internalError("comm init: the rank table places " +
-                        std::to_string(layout->localCount()) + " ranks here, " +
-                        std::to_string(init.joined.size()) + " joined");
+  Result<coll::hier::NodeLayout> layout =
+      self == UINT32_MAX ? internalError("comm init: this daemon is not in the rank table")
+                         : coll::hier::NodeLayout::make(self, std::move(ranksOfNode));
+  if (layout.isOk() && layout->localCount() != init.joined.size()) {
+    layout = internalError("comm init: the rank table places " +
+                           std::to_string(layout->localCount()) + " ranks here, " +
+                           std::to_string(init.joined.size()) + " joined");
   }
-  if (!bad.isOk()) {
-    for (auto& [rank, j] : init.joined) j.session->complete(j.requestId, bad);
+  if (!layout.isOk()) {
+    for (auto& [rank, j] : init.joined) j.session->complete(j.requestId, layout.status());
     return;
   }
-  auto comm = std::make_shared<Communicator>(nextCommId_++, init.nranks, options_.opTimeoutMs);
-  for (int r = 0; r < init.nranks; ++r) {
-    if (!layout->isLocal(r)) comm->markRemote(r);
+  std::vector<transport::PeerAddress> nodes;
+  for (const auto& node : table.nodes) {
+    nodes.push_back(transport::PeerAddress{
+        std::vector<uint8_t>(node.transportAddress.begin(), node.transportAddress.end())});
   }
-  comms_[comm->id()] = comm;
-  if (layout->nodes() > 1) {
-    NetComm net;
-    net.layout = std::make_shared<const coll::hier::NodeLayout>(std::move(layout.value()));
-    for (const auto& node : table.nodes) {
-      net.nodes.push_back(transport::PeerAddress{
-          std::vector<uint8_t>(node.transportAddress.begin(), node.transportAddress.end())});
-    }
-    net.tag = static_cast<uint16_t>(init.key[0] | (init.key[1] << 8));
-    // 0xffff is the executor's heartbeat; a key that maps there takes the tag next to it.
-    if (net.tag == 0xffff) net.tag = 0xfffe;
-    netComms_[comm->id()] = net;
-    watchNodes(comm, netComms_[comm->id()]);
-  }
+  auto comm = makeSpanningComm(std::move(layout.value()),
+                               static_cast<uint16_t>(init.key[0] | (init.key[1] << 8)),
+                               std::move(nodes));
   for (auto& [rank, j] : init.joined) {
     comm->setMember(rank, j.session.get());
     uint64_t handle = j.session->addMember(Member{comm, rank});
@@ -237,6 +224,24 @@ void Engine::formAcrossNodes(const std::string& key, const control::RankTable& t
                                   ": its client went away during comm init"));
   }
   progress(comm);
+}
+
+std::shared_ptr<Communicator> Engine::makeSpanningComm(coll::hier::NodeLayout layout,
+                                                       uint16_t tag,
+                                                       std::vector<transport::PeerAddress> nodes) {
+  auto comm = std::make_shared<Communicator>(nextCommId_++, layout.nranks(), options_.opTimeoutMs);
+  for (int r = 0; r < layout.nranks(); ++r) {
+    if (!layout.isLocal(r)) comm->markRemote(r);
+  }
+  comms_[comm->id()] = comm;
+  if (layout.nodes() < 2) return comm;  // every rank here: a plain local communicator
+  NetComm& net = netComms_[comm->id()];
+  net.layout = std::make_shared<const coll::hier::NodeLayout>(std::move(layout));
+  // 0xffff is the executor's heartbeat; a key that maps there takes the tag next to it.
+  net.tag = tag == coll::net::kHeartbeatComm ? tag - 1 : tag;
+  net.nodes = std::move(nodes);
+  watchNodes(comm, net);
+  return comm;
 }
 
 void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
@@ -260,7 +265,7 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
   run.layout = net.layout;
   run.plan = std::move(plan.value());
   run.staged = std::move(staged);
-  if (isPointToPoint(head.type)) return startNetOp(std::move(run));
+  if (isPointToPoint(head.type)) return startNetOp(net, std::move(run));
   // Collectives: ranks on other daemons may have posted another descriptor, which the local
   // matching cannot see; the daemons allgather theirs first (16 bytes each), so a mismatch fails
   // every rank with the same message instead of running two different schedules.
@@ -284,6 +289,7 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
 
 void Engine::onAgreement(NetRun run) {
   const auto& layout = *run.layout;
+  auto net = netComms_.find(run.comm->id());
   std::vector<Descriptor> all(layout.nodes());
   std::memcpy(all.data(), run.notice.data(), all.size() * sizeof(Descriptor));
   for (uint32_t n = 1; n < all.size(); ++n) {
@@ -296,24 +302,26 @@ void Engine::onAgreement(NetRun run) {
     spdlog::warn("communicator {:x}: {}", run.comm->id(), why.message());
     // Every daemon sees the same descriptors and fails with the same words: a notice from here
     // could reach another daemon before its own agreement ends, and give its ranks other words.
-    if (auto net = netComms_.find(run.comm->id()); net != netComms_.end()) {
-      net->second.notified = true;
-    }
+    if (net != netComms_.end()) net->second.notified = true;
     run.comm->finishMatch(run.match, why);
     for (auto& op : run.match.ops) op.session->flushCompletions();
     progress(run.comm);
     return;
   }
+  if (net == netComms_.end()) {
+    run.comm->finishMatch(run.match, unavailable("the communicator went away"));
+    return;
+  }
   run.kind = NetRun::Kind::Op;
-  startNetOp(std::move(run));
+  startNetOp(net->second, std::move(run));
 }
 
-void Engine::startNetOp(NetRun run) {
+void Engine::startNetOp(const NetComm& net, NetRun run) {
   const PendingOp& head = run.match.ops.front();
   run.plan->before();
   coll::net::NetJob job;
   job.spec = run.plan->spec();
-  job.spec.comm = netComms_.count(run.comm->id()) ? netComms_[run.comm->id()].tag : 0;
+  job.spec.comm = net.tag;
   job.spec.options = multiNode_.netOptions;
   if (isPointToPoint(head.type)) {
     const int me = run.match.refs.front().rank;
@@ -323,8 +331,7 @@ void Engine::startNetOp(NetRun run) {
   } else {
     job.spec.seq = collectiveSeq(run.match.seq);
   }
-  job.nodes = netComms_.count(run.comm->id()) ? netComms_[run.comm->id()].nodes
-                                              : std::vector<transport::PeerAddress>{};
+  job.nodes = net.nodes;
   submitNet(std::move(run), std::move(job));
 }
 
@@ -399,20 +406,10 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
       run.comm->finishMatch(match, layout.status());
       return;
     }
-    auto child = std::make_shared<Communicator>(nextCommId_++, n, options_.opTimeoutMs);
-    for (int c = 0; c < n; ++c) {
-      if (!layout->isLocal(c)) child->markRemote(c);
-    }
-    comms_[child->id()] = child;
     const size_t childNodes = layout->nodes();
-    if (childNodes > 1) {
-      NetComm net;
-      net.layout = std::make_shared<const coll::hier::NodeLayout>(std::move(layout.value()));
-      net.tag = childTag(parentNet->second.tag, color, match.seq);
-      net.nodes = std::move(nodes);
-      netComms_[child->id()] = net;
-      watchNodes(child, netComms_[child->id()]);
-    }
+    auto child = makeSpanningComm(std::move(layout.value()),
+                                  childTag(parentNet->second.tag, color, match.seq),
+                                  std::move(nodes));
     for (size_t i = 0; i < match.ops.size(); ++i) {
       const int c = childOf[match.refs[i].rank];
       if (c < 0 || match.ops[i].splitColor != color) continue;
