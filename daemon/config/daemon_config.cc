@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <sstream>
 
@@ -33,6 +34,11 @@ constexpr uint64_t kMinPeerChunkBytes = 4096;
 constexpr size_t kMaxAdvertiseBytes = 103;
 // The words coll/net's parseAllreduceAlgo takes (any case); config does not link coll/net.
 constexpr std::string_view kPeerAlgos[] = {"auto", "ring", "rd", "recursive_doubling"};
+// kMaxSimDevicesPerVendor in daemon/device/sim/sim_node.h; config does not link device/.
+constexpr int32_t kMaxSimDevicesPerVendor = 16;
+// Simulated delays above 10 s are typing mistakes, not slow GPUs, and would stall teardown.
+constexpr uint32_t kMaxSimDelayUs = 10'000'000;
+constexpr uint64_t kMinSimMemoryBytes = 1ull << 20;
 
 // "1 GiB" for whole multiples, so a printed config reads at a glance; empty otherwise.
 std::string humanSize(uint64_t v) {
@@ -155,6 +161,53 @@ hc::Status validatePeer(const DaemonConfig& c, const Fail& fail) {
   return {};
 }
 
+// [devices.sim]; `fail(key, message)` adds where the key was set.
+template <typename Fail>
+hc::Status validateSim(const DaemonConfig& c, const Fail& fail) {
+  const std::pair<const char*, int32_t> counts[] = {{"devices.sim.nvidia", c.simNvidia},
+                                                    {"devices.sim.amd", c.simAmd}};
+  for (auto [key, count] : counts) {
+    if (count < 0 || count > kMaxSimDevicesPerVendor) {
+      return fail(key,
+                  std::string(key) + " must be in [0, " + std::to_string(kMaxSimDevicesPerVendor) +
+                      "] (sim devices of that vendor on this node), got " + std::to_string(count));
+    }
+  }
+  if (!std::isfinite(c.simCopyGbps) || c.simCopyGbps < 0) {
+    std::ostringstream got;
+    got << c.simCopyGbps;
+    return fail("devices.sim.copy_gbps",
+                "devices.sim.copy_gbps must be a finite number >= 0 (GB/s; 0 = unlimited), got " +
+                    got.str());
+  }
+  const std::pair<const char*, uint32_t> delays[] = {
+      {"devices.sim.latency_us", c.simLatencyUs},
+      {"devices.sim.slow_stream_us", c.simSlowStreamUs}};
+  for (auto [key, us] : delays) {
+    if (us > kMaxSimDelayUs) {
+      return fail(key, std::string(key) + " must be at most " + std::to_string(kMaxSimDelayUs) +
+                           " (10 s), got " + std::to_string(us));
+    }
+  }
+  if (c.stagingChunkBytes < 4096) {
+    return fail("devices.staging_chunk_bytes",
+                "devices.staging_chunk_bytes must be at least 4096, got " +
+                    std::to_string(c.stagingChunkBytes));
+  }
+  if (c.simMemoryBytes < kMinSimMemoryBytes) {
+    return fail("devices.sim.memory_bytes",
+                "devices.sim.memory_bytes must be at least " + std::to_string(kMinSimMemoryBytes) +
+                    " (1 MiB), got " + std::to_string(c.simMemoryBytes));
+  }
+  // A fault that can never fire would let a fault test pass without testing anything.
+  if (c.simFailCopyAt != 0 && c.simNvidia == 0 && c.simAmd == 0) {
+    return fail("devices.sim.fail_copy_at",
+                "devices.sim.fail_copy_at is set but there are no sim devices (set "
+                "devices.sim.nvidia or devices.sim.amd)");
+  }
+  return {};
+}
+
 }  // namespace
 
 hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
@@ -222,7 +275,8 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
     return fail("comm.op_timeout_ms", "comm.op_timeout_ms must be 0 (no limit) or positive, got " +
                                           std::to_string(c.opTimeoutMs));
   }
-  return validatePeer(c, fail);
+  HC_RETURN_IF_ERROR(validatePeer(c, fail));
+  return validateSim(c, fail);
 }
 
 }  // namespace detail

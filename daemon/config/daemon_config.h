@@ -64,6 +64,19 @@ struct DaemonConfig {
   // algo (alias HC_ALGO): allreduce among daemons: auto, ring, rd (= recursive_doubling); any case.
   std::string peerAlgo = "auto";
   uint64_t peerChunkBytes = 512 << 10;  // chunk_bytes: pipeline chunk between daemons (>= 4 KiB)
+  // [devices]: staging_chunk_bytes: device memory moves through host staging in copies of this
+  // size (the CPU-forwarding path; every device copy engine gets several in flight).
+  uint64_t stagingChunkBytes = 4ull << 20;
+  // [devices.sim]: simulated GPUs (daemon/device/sim) for machines without GPUs: tests, demos,
+  // mixed-vendor setups on one machine. The server turns these into device::SimNodeOptions.
+  int32_t simNvidia = 0;      // nvidia: sim devices labelled nvidia (0..16)
+  int32_t simAmd = 0;         // amd: sim devices labelled amd (0..16)
+  double simCopyGbps = 0;     // copy_gbps: simulated copy-engine bandwidth in GB/s; 0 = unlimited
+  uint32_t simLatencyUs = 0;  // latency_us: added to every copy and reduction
+  // fail_copy_at: the N-th copy on each sim device fails with DeviceError; 0 = off.
+  uint32_t simFailCopyAt = 0;
+  uint32_t simSlowStreamUs = 0;           // slow_stream_us: extra delay per task on every stream
+  uint64_t simMemoryBytes = 16ull << 30;  // memory_bytes: nominal memory each sim device reports
 
   bool operator==(const DaemonConfig&) const = default;
 };

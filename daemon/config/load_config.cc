@@ -45,6 +45,7 @@ std::string settingsFooter() {
 const char* typeName(const Setting& s) {
   if (std::holds_alternative<uint64_t DaemonConfig::*>(s.field)) return "SIZE";
   if (std::holds_alternative<std::string DaemonConfig::*>(s.field)) return "TEXT";
+  if (std::holds_alternative<double DaemonConfig::*>(s.field)) return "NUMBER";
   return "INT";
 }
 
@@ -92,6 +93,35 @@ hc::Status parseCommandLine(int argc, const char* const* argv, CommandLine* cli,
   return {};
 }
 
+// One table of a file: the root, a section ([exec]), or a table that leads to nested sections
+// ([devices] holds [devices.sim], and may hold keys of its own). A child table named like a
+// section or a parent of one is walked in turn; any other child must be a key of this section.
+hc::Status loadTable(const std::string& path, const std::string& name, const toml::table& table,
+                     DaemonConfig* config, Origins* origins) {
+  const bool inSection = !name.empty() && detail::isSection(name);
+  for (auto&& [key, node] : table) {
+    const std::string full =
+        name.empty() ? std::string(key.str()) : name + "." + std::string(key.str());
+    if (detail::isSection(full) || detail::isSectionParent(full)) {
+      const toml::table* nested = node.as_table();
+      if (nested == nullptr) {
+        return hc::invalidArgument(path + ": '" + full + "' must be a table [" + full + "]");
+      }
+      HC_RETURN_IF_ERROR(loadTable(path, full, *nested, config, origins));
+      continue;
+    }
+    // At the root, or a table where only a key could be: name what it looks like.
+    if (name.empty() || node.is_table()) {
+      return hc::invalidArgument(path + ": unknown section [" + full + "]");
+    }
+    const Setting* s = inSection ? detail::findSetting(name, key.str()) : nullptr;
+    if (s == nullptr) return hc::invalidArgument(path + ": unknown key '" + full + "'");
+    HC_RETURN_IF_ERROR(withOrigin(detail::applyNode(*s, node, config), path));
+    (*origins)[detail::dottedName(*s)] = path;
+  }
+  return {};
+}
+
 hc::Status loadFile(const std::string& path, DaemonConfig* config, Origins* origins) {
   toml::table root;
   try {
@@ -103,27 +133,7 @@ hc::Status loadFile(const std::string& path, DaemonConfig* config, Origins* orig
   } catch (const std::exception& e) {
     return hc::invalidArgument(path + ": " + e.what());
   }
-  for (auto&& [sectionKey, sectionNode] : root) {
-    const std::string_view section = sectionKey.str();
-    if (!detail::isSection(section)) {
-      return hc::invalidArgument(path + ": unknown section [" + std::string(section) + "]");
-    }
-    const toml::table* table = sectionNode.as_table();
-    if (table == nullptr) {
-      return hc::invalidArgument(path + ": '" + std::string(section) + "' must be a table [" +
-                                 std::string(section) + "]");
-    }
-    for (auto&& [key, node] : *table) {
-      const Setting* s = detail::findSetting(section, key.str());
-      if (s == nullptr) {
-        return hc::invalidArgument(path + ": unknown key '" + std::string(section) + "." +
-                                   std::string(key.str()) + "'");
-      }
-      HC_RETURN_IF_ERROR(withOrigin(detail::applyNode(*s, node, config), path));
-      (*origins)[detail::dottedName(*s)] = path;
-    }
-  }
-  return {};
+  return loadTable(path, "", root, config, origins);
 }
 
 // The main file, then conf.d/*.toml beside it in byte order. Dot-files are skipped: editors and
@@ -167,19 +177,26 @@ hc::Status loadFiles(const std::string& path, bool explicitPath, DaemonConfig* c
 hc::Status applyEnvironment(const std::map<std::string, std::string>& env, DaemonConfig* config,
                             Origins* origins) {
   for (const auto& [name, value] : env) {
-    for (std::string_view section : detail::sections()) {
-      std::string prefix = "HC_" + std::string(section) + "_";
-      for (char& c : prefix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      if (!name.starts_with(prefix)) continue;
-      bool known = false;
-      for (const Setting& s : detail::settings()) known = known || detail::envName(s) == name;
-      if (!known) {
-        std::string key = name.substr(prefix.size());
-        for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return hc::invalidArgument("environment variable " + name + ": no key '" +
-                                   std::string(section) + "." + key + "' in [" +
-                                   std::string(section) + "] (see --help)");
+    // The longest matching prefix names the section: HC_DEVICES_SIM_X is in [devices.sim], not
+    // in [devices].
+    std::string_view section;
+    std::string prefix;
+    for (std::string_view candidate : detail::sections()) {
+      std::string p = detail::envPrefix(candidate);
+      if (name.starts_with(p) && p.size() > prefix.size()) {
+        section = candidate;
+        prefix = std::move(p);
       }
+    }
+    if (prefix.empty()) continue;
+    bool known = false;
+    for (const Setting& s : detail::settings()) known = known || detail::envName(s) == name;
+    if (!known) {
+      std::string key = name.substr(prefix.size());
+      for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return hc::invalidArgument("environment variable " + name + ": no key '" +
+                                 std::string(section) + "." + key + "' in [" +
+                                 std::string(section) + "] (see --help)");
     }
   }
   // The short aliases first, so the full HC_<SECTION>_<KEY> name wins when both are set.

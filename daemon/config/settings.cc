@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 24> kSettings = {{
+const std::array<Setting, 32> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"session", "segment_bytes", &C::segmentBytes, "--segment-bytes",
@@ -59,10 +59,25 @@ const std::array<Setting, 24> kSettings = {{
      "allreduce among daemons: auto, ring or rd (recursive_doubling) (also HC_ALGO)"},
     {"peer", "chunk_bytes", &C::peerChunkBytes, "",
      "pipeline chunk of inter-node transfers (>= 4KiB)"},
+    {"devices", "staging_chunk_bytes", &C::stagingChunkBytes, "",
+     "device<->host staging copies are issued in chunks of this size (>= 4KiB)"},
+    {"devices.sim", "nvidia", &C::simNvidia, "",
+     "simulated GPUs labelled nvidia (0..16); for machines without GPUs"},
+    {"devices.sim", "amd", &C::simAmd, "", "simulated GPUs labelled amd (0..16)"},
+    {"devices.sim", "copy_gbps", &C::simCopyGbps, "",
+     "simulated copy bandwidth of each sim stream in GB/s; 0 = unlimited"},
+    {"devices.sim", "latency_us", &C::simLatencyUs, "",
+     "microseconds added to every sim copy and reduction (<= 10000000)"},
+    {"devices.sim", "fail_copy_at", &C::simFailCopyAt, "",
+     "fault injection: the N-th copy on each sim device fails; 0 = off"},
+    {"devices.sim", "slow_stream_us", &C::simSlowStreamUs, "",
+     "fault injection: extra microseconds per task on every sim stream (<= 10000000)"},
+    {"devices.sim", "memory_bytes", &C::simMemoryBytes, "",
+     "memory each sim device reports (nominal: nothing is reserved)"},
 }};
 
-const std::array<std::string_view, 6> kSections = {"server", "session", "access",
-                                                   "exec",   "comm",    "peer"};
+const std::array<std::string_view, 8> kSections = {
+    "server", "session", "access", "exec", "comm", "peer", "devices", "devices.sim"};
 
 template <class... Ts>
 struct Overloaded : Ts... {
@@ -70,6 +85,25 @@ struct Overloaded : Ts... {
 };
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
+
+// Upper-case, with the dots of a nested section as underscores: HC_DEVICES_SIM_NVIDIA.
+std::string envWord(std::string_view text) {
+  std::string word(text);
+  for (char& c : word) {
+    c = c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return word;
+}
+
+// Shortest text that reads back as the same double, always with a '.' or an exponent so that
+// TOML takes it as a float ("0.0", "12.5", "1e+20").
+void writeDouble(double v, std::ostream& out) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string text(buf, ec == std::errc() ? end : buf);
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";  // 'n': inf, nan
+  out << text;
+}
 
 std::string bad(const Setting& s, std::string_view expected, std::string_view got) {
   return dottedName(s) + ": expected " + std::string(expected) + ", got " + std::string(got);
@@ -150,6 +184,12 @@ bool isSection(std::string_view section) {
   return std::find(kSections.begin(), kSections.end(), section) != kSections.end();
 }
 
+bool isSectionParent(std::string_view name) {
+  return std::any_of(kSections.begin(), kSections.end(), [name](std::string_view section) {
+    return section.size() > name.size() && section.starts_with(name) && section[name.size()] == '.';
+  });
+}
+
 const Setting* findSetting(std::string_view section, std::string_view key) {
   for (const Setting& s : kSettings) {
     if (s.section == section && s.key == key) return &s;
@@ -158,7 +198,8 @@ const Setting* findSetting(std::string_view section, std::string_view key) {
 }
 
 const Setting* findSetting(std::string_view dotted) {
-  size_t dot = dotted.find('.');
+  // The key is after the last dot: sections may hold dots themselves ("devices.sim.nvidia").
+  size_t dot = dotted.rfind('.');
   if (dot == std::string_view::npos) return nullptr;
   return findSetting(dotted.substr(0, dot), dotted.substr(dot + 1));
 }
@@ -167,11 +208,9 @@ std::string dottedName(const Setting& s) {
   return std::string(s.section) + "." + std::string(s.key);
 }
 
-std::string envName(const Setting& s) {
-  std::string name = "HC_" + std::string(s.section) + "_" + std::string(s.key);
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return name;
-}
+std::string envName(const Setting& s) { return envPrefix(s.section) + envWord(s.key); }
+
+std::string envPrefix(std::string_view section) { return "HC_" + envWord(section) + "_"; }
 
 hc::Status applyText(const Setting& s, std::string_view text, DaemonConfig* config) {
   const Overloaded visitor{
@@ -193,6 +232,16 @@ hc::Status applyText(const Setting& s, std::string_view text, DaemonConfig* conf
         auto v = parseInteger<int32_t>(s, text, "a 32-bit integer");
         if (v) config->*f = *v;
         return v.status();
+      },
+      [&](double C::*f) -> hc::Status {
+        std::string_view t = trim(text);
+        double value = 0;
+        auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+        if (t.empty() || ec != std::errc() || end != t.data() + t.size()) {
+          return hc::invalidArgument(bad(s, "a number", "'" + std::string(text) + "'"));
+        }
+        config->*f = value;
+        return {};
       },
       [&](bool C::*f) -> hc::Status {
         std::string_view t = trim(text);
@@ -253,6 +302,17 @@ hc::Status applyNode(const Setting& s, const toml::node& node, DaemonConfig* con
         if (v) config->*f = *v;
         return v.status();
       },
+      [&](double C::*f) -> hc::Status {
+        // An integer is a fine number too: copy_gbps = 12.
+        if (const auto* i = node.as_integer()) {
+          config->*f = static_cast<double>(i->get());
+        } else if (const auto* d = node.as_floating_point()) {
+          config->*f = d->get();
+        } else {
+          return hc::invalidArgument(bad(s, "a number", got));
+        }
+        return {};
+      },
       [&](bool C::*f) -> hc::Status {
         const auto* v = node.as_boolean();
         if (v == nullptr) return hc::invalidArgument(bad(s, "true or false", "another type"));
@@ -301,6 +361,7 @@ void writeValue(const Setting& s, const DaemonConfig& config, std::ostream& out)
       [&](uint32_t C::*f) { out << config.*f; },
       [&](int32_t C::*f) { out << config.*f; },
       [&](bool C::*f) { out << (config.*f ? "true" : "false"); },
+      [&](double C::*f) { writeDouble(config.*f, out); },
       [&](std::vector<uint32_t> C::*f) {
         out << '[';
         for (size_t i = 0; i < (config.*f).size(); ++i) {

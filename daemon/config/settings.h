@@ -19,12 +19,16 @@
 
 namespace hc::config::detail {
 
-// The field's C++ type decides how a value is parsed: uint64_t fields are byte sizes.
+// The field's C++ type decides how a value is parsed: uint64_t fields are byte sizes, double
+// fields are decimal numbers (a TOML float or integer).
 using Field =
     std::variant<std::string DaemonConfig::*, uint64_t DaemonConfig::*, uint32_t DaemonConfig::*,
-                 int32_t DaemonConfig::*, bool DaemonConfig::*,
+                 int32_t DaemonConfig::*, bool DaemonConfig::*, double DaemonConfig::*,
                  std::vector<uint32_t> DaemonConfig::*,
                  std::vector<std::string> DaemonConfig::*>;
+
+// A section is a TOML table name and may be nested ("devices.sim" is [devices.sim]); its keys
+// are "devices.sim.nvidia", its environment prefix HC_DEVICES_SIM_.
 
 struct Setting {
   std::string_view section;
@@ -37,6 +41,9 @@ struct Setting {
 std::span<const Setting> settings();
 std::span<const std::string_view> sections();
 bool isSection(std::string_view section);
+// True when `name` is the leading part of a nested section ("devices" of "devices.sim"): a table
+// that holds sections rather than keys.
+bool isSectionParent(std::string_view name);
 const Setting* findSetting(std::string_view section, std::string_view key);
 // "section.key", e.g. "exec.spin_us".
 const Setting* findSetting(std::string_view dotted);
@@ -44,6 +51,7 @@ const Setting* findSetting(std::string_view dotted);
 std::string_view trim(std::string_view s);  // without leading and trailing whitespace
 std::string dottedName(const Setting& s);   // "exec.spin_us"
 std::string envName(const Setting& s);      // "HC_EXEC_SPIN_US"
+std::string envPrefix(std::string_view section);  // "HC_EXEC_", "HC_DEVICES_SIM_"
 
 // Text from the environment, a flag or --set. Lists are comma-separated; an empty text is an
 // empty list. Errors name the key; the caller prefixes where the text came from.

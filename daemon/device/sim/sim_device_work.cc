@@ -1,0 +1,137 @@
+// SimDevice's work: copies and reductions, checked at enqueue and run on the stream's worker.
+#include <cstring>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include "daemon/device/sim/sim_device.h"
+
+namespace hc::device {
+namespace {
+
+// Bytes per element of an ncclDataType_t value (int8, uint8, int32, uint32, int64, uint64, half,
+// float, double, bfloat16, fp8 e4m3, fp8 e5m2); 0 for values past the table. Kept here because
+// device/ does not link coll/, which owns the dtype table; used only for timing and bounds.
+size_t elementBytes(uint8_t dtype) {
+  constexpr size_t kSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return dtype < std::size(kSizes) ? kSizes[dtype] : 0;
+}
+
+// True when [a, a+n) and [b, b+n) share a byte.
+bool overlaps(const void* a, const void* b, size_t n) {
+  auto x = reinterpret_cast<uintptr_t>(a);
+  auto y = reinterpret_cast<uintptr_t>(b);
+  return n > 0 && x < y + n && y < x + n;
+}
+
+// The descriptor of one reduction, owned by its task: the caller's spans may go away as soon as
+// reduceAsync() returns.
+struct OwnedReduce {
+  uint8_t dtype;
+  uint8_t redop;
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+  std::vector<uint64_t> scalars;
+  size_t nRanks;
+  size_t count;
+
+  explicit OwnedReduce(const ReduceWork& w)
+      : dtype(w.dtype),
+        redop(w.redop),
+        inputs(w.inputs.begin(), w.inputs.end()),
+        outputs(w.outputs.begin(), w.outputs.end()),
+        scalars(w.scalars.begin(), w.scalars.end()),
+        nRanks(w.nRanks),
+        count(w.count) {}
+
+  ReduceWork view() const {
+    ReduceWork w;
+    w.dtype = dtype;
+    w.redop = redop;
+    w.inputs = inputs;
+    w.outputs = outputs;
+    w.scalars = scalars;
+    w.nRanks = nRanks;
+    w.count = count;
+    return w;
+  }
+};
+
+}  // namespace
+
+Status SimDevice::copyAsync(StreamId stream, void* dst, const void* src, size_t bytes) {
+  auto found = findStream(stream);
+  if (!found) return found.status();
+  if (bytes == 0 || dst == src) return okStatus();
+  if (dst == nullptr || src == nullptr) return invalidArgument("copyAsync with a null buffer");
+  if (overlaps(dst, src, bytes)) return invalidArgument("copyAsync ranges partially overlap");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    HC_RETURN_IF_ERROR(ranges_.check(src, bytes, "copy source"));
+    HC_RETURN_IF_ERROR(ranges_.check(dst, bytes, "copy destination"));
+  }
+  // Counted at enqueue, so "the N-th copy" is the N-th call, whichever stream runs it first.
+  const uint64_t ordinal = copies_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (faults_.failCopyAt != 0 && ordinal == faults_.failCopyAt) {
+    std::string message = "injected copy fault on " + name_ + " (copy " + std::to_string(ordinal) +
+                          " of this device)";
+    (*found)->enqueue([message]() { return Status(Code::DeviceError, message); }, bytes);
+    return okStatus();
+  }
+  (*found)->enqueue(
+      [dst, src, bytes]() {
+        std::memcpy(dst, src, bytes);
+        return okStatus();
+      },
+      bytes);
+  return okStatus();
+}
+
+Status SimDevice::checkReduceBounds(const ReduceWork& work) const {
+  const size_t size = elementBytes(work.dtype);
+  if (size == 0 || work.count == 0) return okStatus();  // the kernel's own checks apply
+  const size_t bytes = size * work.count;
+  if (bytes / size != work.count) return invalidArgument("reduceAsync: count overflows");
+  for (const void* in : work.inputs) HC_RETURN_IF_ERROR(ranges_.check(in, bytes, "reduce input"));
+  for (void* out : work.outputs) HC_RETURN_IF_ERROR(ranges_.check(out, bytes, "reduce output"));
+  return okStatus();
+}
+
+Status SimDevice::reduceAsync(StreamId stream, const ReduceWork& work) {
+  auto found = findStream(stream);
+  if (!found) return found.status();
+  if (!kernel_) return Status(Code::DeviceError, name_ + " has no reduction kernel");
+  if (work.inputs.empty() || work.outputs.empty()) {
+    return invalidArgument("reduceAsync needs at least one input and one output");
+  }
+  if (!work.scalars.empty() && work.scalars.size() != work.inputs.size()) {
+    return invalidArgument("reduceAsync: " + std::to_string(work.scalars.size()) + " scalars for " +
+                           std::to_string(work.inputs.size()) + " inputs");
+  }
+  if (work.nRanks == 0) return invalidArgument("reduceAsync: nRanks is 0");
+  if (work.count == 0) return okStatus();
+  for (const void* in : work.inputs) {
+    if (in == nullptr) return invalidArgument("reduceAsync: null input");
+  }
+  for (void* out : work.outputs) {
+    if (out == nullptr) return invalidArgument("reduceAsync: null output");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    HC_RETURN_IF_ERROR(checkReduceBounds(work));
+  }
+  // Timed by what it reads: every input once. An unknown dtype counts one byte per element.
+  const size_t size = elementBytes(work.dtype);
+  const uint64_t readBytes =
+      static_cast<uint64_t>(size == 0 ? 1 : size) * work.count * work.inputs.size();
+  auto owned = std::make_shared<const OwnedReduce>(work);
+  (*found)->enqueue(
+      [kernel = kernel_, owned]() {
+        kernel(owned->view(), 0, owned->count);
+        return okStatus();
+      },
+      readBytes);
+  return okStatus();
+}
+
+}  // namespace hc::device

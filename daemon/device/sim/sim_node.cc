@@ -1,0 +1,44 @@
+#include "daemon/device/sim/sim_node.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace hc::device {
+namespace {
+
+Status checkCount(const char* vendor, int count) {
+  if (count < 0 || count > kMaxSimDevicesPerVendor) {
+    return invalidArgument(std::string("sim ") + vendor + " devices: " + std::to_string(count) +
+                           " is not in [0, " + std::to_string(kMaxSimDevicesPerVendor) + "]");
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+Status addSimDevices(DeviceRegistry& registry, const SimNodeOptions& options,
+                     HostDevice::ReduceKernel kernel) {
+  HC_RETURN_IF_ERROR(checkCount("nvidia", options.nvidia));
+  HC_RETURN_IF_ERROR(checkCount("amd", options.amd));
+  const std::pair<Vendor, int> wanted[] = {{Vendor::Nvidia, options.nvidia},
+                                           {Vendor::Amd, options.amd}};
+  // All or nothing: a collision found halfway would leave a registry nobody asked for.
+  for (auto [vendor, count] : wanted) {
+    for (int i = 0; i < count; ++i) {
+      if (registry.find(vendor, i).isOk()) {
+        return invalidArgument(std::string("cannot add sim device ") + vendorName(vendor) + ":" +
+                               std::to_string(i) + ": that device is already registered");
+      }
+    }
+  }
+  for (auto [vendor, count] : wanted) {
+    for (int i = 0; i < count; ++i) {
+      HC_RETURN_IF_ERROR(registry.add(std::make_unique<SimDevice>(
+          vendor, i, options.timing, options.faults, kernel, options.memoryBytes)));
+    }
+  }
+  return okStatus();
+}
+
+}  // namespace hc::device
