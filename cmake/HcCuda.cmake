@@ -1,0 +1,79 @@
+# The CUDA toolkit for the CUDA device backend (daemon/device/cuda), decided by HC_WITH_CUDA:
+#   AUTO  build the backend when nvcc is found, skip it quietly otherwise;
+#   ON    build it, and fail the configure when nvcc is missing;
+#   OFF   skip it.
+# The toolkit is used at build time only: nvcc compiles the reduction kernels into a fatbin, and
+# cuda.h provides types. Nothing links libcudart or libcuda (not even the toolkit's stub): the
+# daemon dlopens libcuda.so.1 at run time, so one binary runs on machines with or without a driver.
+#
+# Sets HC_CUDA_FOUND, HC_NVCC (the compiler), HC_CUDA_INCLUDE_DIR (cuda.h), and provides
+# hc_cuda_fatbin(<output> <source> DEPENDS ...).
+
+include_guard(GLOBAL)
+
+# sm_80 and sm_90 cubins, plus compute_90 PTX that newer GPUs JIT-compile. CUDA 13 accepts sm_75
+# and newer only.
+set(HC_CUDA_ARCHS 80 90 CACHE STRING "GPU architectures of the CUDA kernels (cubins; PTX for the last)")
+
+set(HC_CUDA_FOUND FALSE)
+string(TOUPPER "${HC_WITH_CUDA}" _hc_with_cuda)
+if(_hc_with_cuda STREQUAL "AUTO")
+  set(_hc_cuda_required FALSE)
+elseif(HC_WITH_CUDA)
+  set(_hc_cuda_required TRUE)
+else()
+  message(STATUS "CUDA backend: off (HC_WITH_CUDA=${HC_WITH_CUDA})")
+  return()
+endif()
+
+find_program(HC_NVCC nvcc
+  HINTS ENV CUDA_HOME ENV CUDA_PATH /usr/local/cuda
+  PATH_SUFFIXES bin
+  DOC "nvcc, for the CUDA backend's kernels")
+if(HC_NVCC)
+  get_filename_component(_hc_cuda_root "${HC_NVCC}" DIRECTORY)
+  get_filename_component(_hc_cuda_root "${_hc_cuda_root}" DIRECTORY)
+  # /usr/local/bin/nvcc may be a wrapper script: also look where the toolkit usually lives.
+  find_path(HC_CUDA_INCLUDE_DIR cuda.h
+    HINTS "${_hc_cuda_root}/include" ENV CUDA_HOME ENV CUDA_PATH /usr/local/cuda
+    PATH_SUFFIXES include
+    NO_DEFAULT_PATH)
+endif()
+
+if(NOT HC_NVCC OR NOT HC_CUDA_INCLUDE_DIR)
+  set(_hc_cuda_why "nvcc or cuda.h not found (looked on PATH, in $CUDA_HOME and /usr/local/cuda)")
+  if(_hc_cuda_required)
+    message(FATAL_ERROR "HC_WITH_CUDA=ON but ${_hc_cuda_why}; install the CUDA toolkit or "
+                        "configure with -DHC_WITH_CUDA=OFF")
+  endif()
+  message(STATUS "CUDA backend: skipped (${_hc_cuda_why})")
+  return()
+endif()
+
+set(HC_CUDA_FOUND TRUE)
+message(STATUS "CUDA backend: on (nvcc ${HC_NVCC}, cuda.h in ${HC_CUDA_INCLUDE_DIR}, "
+               "archs ${HC_CUDA_ARCHS})")
+
+# Compiles <source> into a fatbin at <output>: one cubin per HC_CUDA_ARCHS entry and PTX for the
+# last, so a newer GPU JIT-compiles it and an older driver that cannot still has the cubins.
+# The flags keep the kernels' rounding equal to the host reduction's: no fused multiply-add,
+# no flush-to-zero, IEEE division and square root.
+function(hc_cuda_fatbin output source)
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "" "DEPENDS;INCLUDE_DIRECTORIES")
+  set(gencode)
+  foreach(arch ${HC_CUDA_ARCHS})
+    list(APPEND gencode -gencode arch=compute_${arch},code=sm_${arch})
+  endforeach()
+  list(GET HC_CUDA_ARCHS -1 last)
+  list(APPEND gencode -gencode arch=compute_${last},code=compute_${last})
+  set(includes)
+  foreach(dir ${ARG_INCLUDE_DIRECTORIES})
+    list(APPEND includes -I${dir})
+  endforeach()
+  add_custom_command(OUTPUT ${output}
+    COMMAND ${HC_NVCC} -fatbin -std=c++20 -O3 --fmad=false -ftz=false -prec-div=true
+            -prec-sqrt=true ${gencode} ${includes} -o ${output} ${source}
+    DEPENDS ${source} ${ARG_DEPENDS}
+    COMMENT "nvcc: CUDA kernels ${source} -> fatbin (archs ${HC_CUDA_ARCHS})"
+    VERBATIM)
+endfunction()

@@ -1,0 +1,91 @@
+# The HIP toolchain for the HIP device backend (daemon/device/hip), decided by HC_WITH_HIP:
+#   AUTO  build the backend when hipcc and the HIP headers are found, skip it quietly otherwise;
+#   ON    build it, and fail the configure when they are missing;
+#   OFF   skip it.
+# The toolchain is used at build time only: hipcc compiles the reduction kernels into a
+# code-object bundle, and hip_runtime_api.h provides types (-D__HIP_PLATFORM_AMD__). Nothing links
+# libamdhip64: the daemon dlopens it at run time, so one binary runs on machines with or without
+# ROCm. CMake's own HIP language is not used: on Debian's layout CMake 3.25 cannot find
+# hip-lang (it looks under <rocm>/lib/cmake, Debian installs it under the multiarch directory).
+#
+# Sets HC_HIP_FOUND, HC_HIPCC (the compiler), HC_HIP_INCLUDE_DIR (hip/hip_runtime_api.h), and
+# provides hc_hip_code_object(<output> <source> [DEPENDS ...] [INCLUDE_DIRECTORIES ...]) and
+# hc_use_hip_headers(<target>).
+
+include_guard(GLOBAL)
+
+# gfx90a (MI200) and gfx940 (MI300 engineering parts). gfx942 (MI300X/A) needs hipcc from
+# ROCm >= 5.7: Debian 12's HIP 5.2 compiles with clang-15, which rejects "gfx942", and its
+# device libraries have no gfx942 ISA file.
+set(HC_HIP_ARCHS "gfx90a;gfx940" CACHE STRING
+    "AMD GPU targets of the HIP reduction kernels (hipcc --offload-arch; gfx942 needs ROCm >= 5.7)")
+
+set(HC_HIP_FOUND FALSE)
+string(TOUPPER "${HC_WITH_HIP}" _hc_with_hip)
+if(_hc_with_hip STREQUAL "AUTO")
+  set(_hc_hip_required FALSE)
+elseif(HC_WITH_HIP)
+  set(_hc_hip_required TRUE)
+else()
+  message(STATUS "HIP backend: off (HC_WITH_HIP=${HC_WITH_HIP})")
+  return()
+endif()
+
+find_program(HC_HIPCC hipcc
+  HINTS ENV ROCM_PATH /opt/rocm
+  PATH_SUFFIXES bin
+  DOC "hipcc, for the HIP backend's kernels")
+find_path(HC_HIP_INCLUDE_DIR hip/hip_runtime_api.h
+  HINTS ENV ROCM_PATH /opt/rocm
+  PATH_SUFFIXES include
+  DOC "the directory holding hip/hip_runtime_api.h")
+
+if(NOT HC_HIPCC OR NOT HC_HIP_INCLUDE_DIR)
+  set(_hc_hip_why "hipcc or hip/hip_runtime_api.h not found (PATH, $ROCM_PATH, /opt/rocm)")
+  if(_hc_hip_required)
+    message(FATAL_ERROR "HC_WITH_HIP=ON but ${_hc_hip_why}; install them (Debian: hipcc "
+                        "libamdhip64-dev) or configure with -DHC_WITH_HIP=OFF")
+  endif()
+  message(STATUS "HIP backend: skipped (${_hc_hip_why})")
+  return()
+endif()
+
+foreach(_hc_arch IN LISTS HC_HIP_ARCHS)
+  if(_hc_arch MATCHES "^gfx942")
+    message(WARNING "HC_HIP_ARCHS has ${_hc_arch}: this needs hipcc from ROCm >= 5.7 (Debian 12's "
+                    "clang-15 fails with \"invalid target ID\")")
+  endif()
+endforeach()
+
+set(HC_HIP_FOUND TRUE)
+message(STATUS "HIP backend: on (hipcc ${HC_HIPCC}, HIP headers in ${HC_HIP_INCLUDE_DIR}, "
+               "archs ${HC_HIP_ARCHS})")
+
+# Host code that includes the HIP headers for their types and signatures. Never links the runtime.
+function(hc_use_hip_headers target)
+  target_include_directories(${target} SYSTEM PRIVATE ${HC_HIP_INCLUDE_DIR})
+  target_compile_definitions(${target} PRIVATE __HIP_PLATFORM_AMD__)
+endfunction()
+
+# Compiles <source> as HIP into a code-object bundle at <output>: one code object per
+# HC_HIP_ARCHS entry. The flags keep the kernels' rounding equal to the host reduction's: no
+# contraction into fused multiply-add (HIP's default contracts), no fast math, no flush of
+# denormals. hipcc's dependency file tracks the headers; DEPENDS adds anything else.
+function(hc_hip_code_object output source)
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "" "DEPENDS;INCLUDE_DIRECTORIES")
+  set(archs)
+  foreach(arch ${HC_HIP_ARCHS})
+    list(APPEND archs --offload-arch=${arch})
+  endforeach()
+  set(includes)
+  foreach(dir ${ARG_INCLUDE_DIRECTORIES})
+    list(APPEND includes -I${dir})
+  endforeach()
+  add_custom_command(OUTPUT ${output}
+    COMMAND ${HC_HIPCC} -x hip --genco ${archs} -std=c++20 -O3 -ffp-contract=off -fno-fast-math
+            -fno-gpu-flush-denormals-to-zero ${includes} -MD -MF ${output}.d -o ${output} ${source}
+    DEPENDS ${source} ${ARG_DEPENDS}
+    DEPFILE ${output}.d
+    COMMENT "hipcc: HIP kernels ${source} -> code-object bundle (archs ${HC_HIP_ARCHS})"
+    VERBATIM)
+endfunction()

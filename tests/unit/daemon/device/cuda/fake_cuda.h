@@ -1,0 +1,77 @@
+// The contract between the CUDA tests and the stand-in driver they load by path
+// (fake_libcuda.cc, fake_libcuda_client.cc; SONAME libcuda.so.1, so that once loaded the client's
+// dlopen("libcuda.so.1", RTLD_NOLOAD) finds it): how to configure it (environment variables read at
+// cuInit) and how to look inside it (functions found with dlsym on the already-loaded library).
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+namespace hc::device::fake_cuda {
+
+// Comma-separated compute modes, one GPU each: "default", "exclusive", "prohibited". Unset: one
+// default GPU. Empty: cuInit fails with CUDA_ERROR_NO_DEVICE.
+inline constexpr const char* kDevicesVariable = "HC_FAKE_CUDA_DEVICES";
+// "1": cuModuleLoadData fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION (an old driver).
+inline constexpr const char* kModuleLoadFailsVariable = "HC_FAKE_CUDA_MODULE_LOAD_FAILS";
+// "1": cuGetProcAddress_v2 fails (as on a driver before CUDA 12), so entry points come by dlsym.
+inline constexpr const char* kNoProcAddressVariable = "HC_FAKE_CUDA_NO_PROC_ADDRESS";
+
+inline constexpr int kDriverVersion = 12080;
+inline constexpr uint64_t kIpcMagic = 0x4350494B414B4146ull;  // tags a fake IPC handle
+inline constexpr uint32_t kFatbinMagic = 0xba55ed50u;
+
+#ifdef HC_FAKE_CUDA_PATH
+// Test side: the fake's inspection functions, from the copy the backend loaded.
+struct Inspector {
+  using CountFn = int (*)();
+  using MakeIpcHandleFn = void (*)(const void*, uint64_t, unsigned char*);
+  using AddDeviceAllocationFn = void (*)(const void* base, uint64_t bytes, int device,
+                                         uint64_t bufferId, int managed);
+  using RemoveDeviceAllocationFn = void (*)(const void* base);
+  using RetainPrimaryFn = int (*)(int device);
+  using LastWaitFn = int (*)(uint64_t* address, uint32_t* value);
+  using InitFn = int (*)(unsigned flags);
+
+  Inspector() {
+    handle = dlopen(HC_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return;
+    liveObjects = reinterpret_cast<CountFn>(dlsym(handle, "hcFakeCudaLiveObjects"));
+    openIpcHandles = reinterpret_cast<CountFn>(dlsym(handle, "hcFakeCudaOpenIpcHandles"));
+    launches = reinterpret_cast<CountFn>(dlsym(handle, "hcFakeCudaLaunches"));
+    contextDepth = reinterpret_cast<CountFn>(dlsym(handle, "hcFakeCudaContextDepth"));
+    makeIpcHandle = reinterpret_cast<MakeIpcHandleFn>(dlsym(handle, "hcFakeCudaMakeIpcHandle"));
+    addDeviceAllocation =
+        reinterpret_cast<AddDeviceAllocationFn>(dlsym(handle, "hcFakeCudaAddDeviceAllocation"));
+    removeDeviceAllocation = reinterpret_cast<RemoveDeviceAllocationFn>(
+        dlsym(handle, "hcFakeCudaRemoveDeviceAllocation"));
+    retainPrimary = reinterpret_cast<RetainPrimaryFn>(dlsym(handle, "hcFakeCudaRetainPrimary"));
+    lastWait = reinterpret_cast<LastWaitFn>(dlsym(handle, "hcFakeCudaLastWait"));
+    init = reinterpret_cast<InitFn>(dlsym(handle, "cuInit"));
+  }
+  // Kept loaded: the backend never unloads a driver that initialized, and neither do we.
+  bool ok() const {
+    return liveObjects && openIpcHandles && launches && contextDepth && makeIpcHandle &&
+           addDeviceAllocation && removeDeviceAllocation && retainPrimary && lastWait && init;
+  }
+
+  void* handle = nullptr;
+  CountFn liveObjects = nullptr;     // contexts retained + every live driver object
+  CountFn openIpcHandles = nullptr;  // legacy IPC handles open
+  CountFn launches = nullptr;        // kernels launched so far
+  CountFn contextDepth = nullptr;    // contexts pushed on the calling thread
+  MakeIpcHandleFn makeIpcHandle = nullptr;
+  // The client side: declare a "device allocation" (and forget it); create a device's primary
+  // context as a framework's runtime would; the last cuStreamWaitValue32 (returns how many there
+  // were).
+  AddDeviceAllocationFn addDeviceAllocation = nullptr;
+  RemoveDeviceAllocationFn removeDeviceAllocation = nullptr;
+  RetainPrimaryFn retainPrimary = nullptr;
+  LastWaitFn lastWait = nullptr;
+  InitFn init = nullptr;  // cuInit, as the framework calls it before the client
+};
+#endif
+
+}  // namespace hc::device::fake_cuda

@@ -1,0 +1,168 @@
+// The fake driver's client half: the entry points the client's CUDA seam (client/src/
+// runtime_cuda.cc) calls, over "device allocations" the tests declare (hcFakeCudaAdd...) and
+// host memory registered with it. Device pointers of registered host memory are the host
+// addresses themselves. As the driver does, cuMemHostRegister and cuIpcGetMemHandle need a
+// current context, and cuPointerGetAttribute does not.
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+
+#include "tests/unit/daemon/device/cuda/fake_libcuda_state.h"
+
+using namespace hc::device::fake_cuda::driver;  // NOLINT: the fake's own state
+
+namespace {
+
+// The allocation holding `ptr`, or null.
+const DeviceAllocation* findAllocation(CUdeviceptr ptr, CUdeviceptr* base) {
+  for (const auto& [start, allocation] : state().allocations) {
+    if (ptr >= start && ptr < start + allocation.bytes) {
+      *base = start;
+      return &allocation;
+    }
+  }
+  return nullptr;
+}
+
+bool inRegisteredHostMemory(uintptr_t address) {
+  for (const auto& [start, bytes] : state().registered) {
+    if (address >= start && address < start + bytes) return true;
+  }
+  return false;
+}
+
+struct LastWait {
+  int count = 0;
+  CUdeviceptr address = 0;
+  uint32_t value = 0;
+} lastWait;
+
+}  // namespace
+
+extern "C" {
+
+// Test controls (fake_cuda.h).
+void hcFakeCudaAddDeviceAllocation(const void* base, uint64_t bytes, int device, uint64_t bufferId,
+                                   int managed) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().allocations[reinterpret_cast<uintptr_t>(base)] =
+      DeviceAllocation{bytes, device, bufferId, managed != 0};
+}
+void hcFakeCudaRemoveDeviceAllocation(const void* base) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().allocations.erase(reinterpret_cast<uintptr_t>(base));
+}
+// What the framework does before it calls the client: its runtime creates the primary context.
+int hcFakeCudaRetainPrimary(int device) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (device < 0 || device >= static_cast<int>(state().gpus.size())) return 0;
+  ++state().gpus[device].context.retains;
+  return 1;
+}
+int hcFakeCudaLastWait(uint64_t* address, uint32_t* value) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *address = lastWait.address;
+  *value = lastWait.value;
+  return lastWait.count;
+}
+
+CUresult cuCtxGetCurrent(CUcontext* context) {
+  *context = contextStack.empty() ? nullptr : contextStack.back();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int* flags, int* active) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (device < 0 || device >= static_cast<int>(state().gpus.size())) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  *flags = 0;
+  *active = state().gpus[device].context.retains > 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  CUdeviceptr base = 0;
+  const DeviceAllocation* allocation = findAllocation(ptr, &base);
+  if (allocation == nullptr) {
+    if (attribute == CU_POINTER_ATTRIBUTE_MEMORY_TYPE && inRegisteredHostMemory(ptr)) {
+      *static_cast<unsigned*>(data) = CU_MEMORYTYPE_HOST;
+      return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_VALUE;  // not CUDA's
+  }
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE;  // managed memory says so too
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      *static_cast<bool*>(data) = allocation->managed;  // one byte
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *static_cast<unsigned long long*>(data) = allocation->bufferId;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = allocation->device;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr ptr) {
+  if (!hasContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().allocations.find(ptr);
+  if (it == state().allocations.end() || it->second.managed) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(handle->reserved, 0, sizeof(handle->reserved));
+  const uint64_t magic = hc::device::fake_cuda::kIpcMagic;
+  const uint64_t bytes = it->second.bytes;
+  std::memcpy(handle->reserved, &magic, 8);
+  std::memcpy(handle->reserved + 8, &ptr, 8);
+  std::memcpy(handle->reserved + 16, &bytes, 8);
+  return CUDA_SUCCESS;
+}
+
+// Runs the function at once: the fake's streams have no pending work.
+CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* userData) {
+  if (stream == nullptr || fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  fn(userData);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr address, cuuint32_t value,
+                                unsigned int flags) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (stream == nullptr || flags != CU_STREAM_WAIT_VALUE_GEQ || !inRegisteredHostMemory(address)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  ++lastWait.count;
+  lastWait.address = address;
+  lastWait.value = value;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister_v2(void* ptr, size_t bytes, unsigned int flags) {
+  if (!hasContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (flags != (CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard<std::mutex> lock(state().mutex);
+  const auto at = reinterpret_cast<uintptr_t>(ptr);
+  if (inRegisteredHostMemory(at)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  state().registered[at] = bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* device, void* ptr, unsigned int flags) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  const auto at = reinterpret_cast<uintptr_t>(ptr);
+  if (flags != 0 || !inRegisteredHostMemory(at)) return CUDA_ERROR_INVALID_VALUE;
+  *device = at;
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,187 @@
+#include "tests/unit/daemon/device/hip/fake_hip_runtime.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "daemon/device/kernels/reduce_math.h"
+
+namespace hc::device::testing {
+namespace {
+
+FakeHipState* g_state = nullptr;
+
+// Distinct non-null handles for the opaque types; never dereferenced by the device.
+template <typename Handle>
+Handle newHandle() {
+  return reinterpret_cast<Handle>(new int(0));
+}
+template <typename Handle>
+void deleteHandle(Handle handle) {
+  delete reinterpret_cast<int*>(handle);
+}
+
+// hipFunction_t for dtype d: the address of kernelTags[d].
+int kernelTags[kernels::kNumKernelDtypes];
+
+hipError_t setDevice(int) { return hipSuccess; }
+hipError_t deviceGet(hipDevice_t* device, int ordinal) {
+  *device = ordinal;
+  return hipSuccess;
+}
+hipError_t deviceGetName(char* name, int length, hipDevice_t) {
+  std::strncpy(name, "Fake Instinct MI250X", static_cast<size_t>(length));
+  return hipSuccess;
+}
+hipError_t deviceTotalMem(size_t* bytes, hipDevice_t) {
+  *bytes = size_t{64} << 30;
+  return hipSuccess;
+}
+hipError_t deviceGetPCIBusId(char* busId, int length, int) {
+  std::strncpy(busId, "0000:C1:00.0", static_cast<size_t>(length));
+  return hipSuccess;
+}
+hipError_t deviceGetAttribute(int* value, hipDeviceAttribute_t attribute, int) {
+  *value = attribute == hipDeviceAttributeMultiprocessorCount ? g_state->multiprocessors : 0;
+  return hipSuccess;
+}
+hipError_t memGetInfo(size_t* freeBytes, size_t* total) {
+  *freeBytes = g_state->freeBytes;
+  *total = size_t{64} << 30;
+  return hipSuccess;
+}
+const char* errorName(hipError_t error) {
+  switch (error) {
+    case hipErrorNoBinaryForGpu:
+      return "hipErrorNoBinaryForGpu";
+    case hipErrorLaunchFailure:
+      return "hipErrorLaunchFailure";
+    default:
+      return "hipErrorUnknown";
+  }
+}
+
+hipError_t ipcOpen(void** ptr, hipIpcMemHandle_t, unsigned flags) {
+  g_state->ipcOpenFlags.push_back(flags);
+  *ptr = g_state->ipcPointer;
+  return hipSuccess;
+}
+hipError_t ipcClose(void* ptr) {
+  g_state->ipcClosed.push_back(ptr);
+  return hipSuccess;
+}
+hipError_t addressRange(hipDeviceptr_t* base, size_t* bytes, hipDeviceptr_t) {
+  *base = g_state->rangeBase;
+  *bytes = g_state->rangeBytes;
+  return hipSuccess;
+}
+hipError_t hostMalloc(void** ptr, size_t bytes, unsigned) {
+  *ptr = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  return *ptr != nullptr ? hipSuccess : hipErrorOutOfMemory;
+}
+hipError_t hostFree(void* ptr) {
+  std::free(ptr);
+  return hipSuccess;
+}
+
+hipError_t streamCreate(hipStream_t* stream, unsigned flags) {
+  g_state->streamFlags.push_back(flags);
+  *stream = newHandle<hipStream_t>();
+  return hipSuccess;
+}
+hipError_t streamDestroy(hipStream_t stream) {
+  deleteHandle(stream);
+  return hipSuccess;
+}
+hipError_t streamSynchronize(hipStream_t) { return g_state->streamSyncResult; }
+hipError_t memcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind, hipStream_t) {
+  std::memcpy(dst, src, bytes);
+  ++g_state->copies;
+  return hipSuccess;
+}
+hipError_t eventCreate(hipEvent_t* event, unsigned flags) {
+  g_state->eventFlags.push_back(flags);
+  ++g_state->eventsCreated;
+  *event = newHandle<hipEvent_t>();
+  return hipSuccess;
+}
+hipError_t eventRecord(hipEvent_t, hipStream_t) { return hipSuccess; }
+hipError_t eventQuery(hipEvent_t) { return g_state->eventQueryResult; }
+hipError_t eventDestroy(hipEvent_t event) {
+  deleteHandle(event);
+  return hipSuccess;
+}
+
+hipError_t moduleLoadData(hipModule_t* module, const void*) {
+  if (g_state->moduleLoadResult != hipSuccess) return g_state->moduleLoadResult;
+  g_state->freeBytes -= g_state->moduleBytes;
+  *module = newHandle<hipModule_t>();
+  return hipSuccess;
+}
+hipError_t moduleUnload(hipModule_t module) {
+  ++g_state->modulesUnloaded;
+  deleteHandle(module);
+  return hipSuccess;
+}
+hipError_t moduleGetFunction(hipFunction_t* function, hipModule_t, const char* name) {
+  g_state->functionsLookedUp.emplace_back(name);
+  for (uint32_t d = 0; d < kernels::kNumKernelDtypes; ++d) {
+    if (std::strcmp(name, kernels::kReduceKernelNames[d]) == 0) {
+      *function = reinterpret_cast<hipFunction_t>(&kernelTags[d]);
+      return hipSuccess;
+    }
+  }
+  return hipErrorNotFound;
+}
+// Runs the kernel at once, as one thread covering every element.
+hipError_t moduleLaunchKernel(hipFunction_t function, unsigned gridX, unsigned, unsigned,
+                              unsigned blockX, unsigned, unsigned, unsigned, hipStream_t,
+                              void** params, void**) {
+  const auto& args = *static_cast<const kernels::ReduceArgs*>(params[0]);
+  g_state->launches.push_back(args);
+  g_state->launchBlocks.push_back(gridX);
+  g_state->launchThreads.push_back(blockX);
+  auto dtype = static_cast<uint32_t>(reinterpret_cast<int*>(function) - kernelTags);
+  if (dtype >= kernels::kNumKernelDtypes) return hipErrorInvalidDeviceFunction;
+  kernels::reduceStridedByDtype(dtype, args, 0, 1);
+  return hipSuccess;
+}
+
+}  // namespace
+
+FakeHipRuntime::FakeHipRuntime(int abiMajor)
+    : state_(std::make_unique<FakeHipState>()), api_(std::make_shared<HipApi>()) {
+  g_state = state_.get();
+  HipApi& api = *api_;
+  api.hipGetErrorName = errorName;
+  api.hipGetErrorString = errorName;
+  api.hipSetDevice = setDevice;
+  api.hipDeviceGet = deviceGet;
+  api.hipDeviceGetAttribute = deviceGetAttribute;
+  api.hipDeviceGetName = deviceGetName;
+  api.hipDeviceTotalMem = deviceTotalMem;
+  api.hipDeviceGetPCIBusId = deviceGetPCIBusId;
+  api.hipMemGetInfo = memGetInfo;
+  api.hipIpcOpenMemHandle = ipcOpen;
+  api.hipIpcCloseMemHandle = ipcClose;
+  api.hipMemGetAddressRange = addressRange;
+  api.hipHostMalloc = hostMalloc;
+  api.hipHostFree = hostFree;
+  api.hipStreamCreateWithFlags = streamCreate;
+  api.hipStreamDestroy = streamDestroy;
+  api.hipStreamSynchronize = streamSynchronize;
+  api.hipMemcpyAsync = memcpyAsync;
+  api.hipEventCreateWithFlags = eventCreate;
+  api.hipEventRecord = eventRecord;
+  api.hipEventQuery = eventQuery;
+  api.hipEventDestroy = eventDestroy;
+  api.hipModuleLoadData = moduleLoadData;
+  api.hipModuleUnload = moduleUnload;
+  api.hipModuleGetFunction = moduleGetFunction;
+  api.hipModuleLaunchKernel = moduleLaunchKernel;
+  api.libraryName = "fake";
+  api.abiMajor = abiMajor;
+}
+
+FakeHipRuntime::~FakeHipRuntime() { g_state = nullptr; }
+
+}  // namespace hc::device::testing

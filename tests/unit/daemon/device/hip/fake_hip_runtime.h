@@ -1,0 +1,67 @@
+// A HipApi whose entry points are fakes over host memory, so HipDevice's own logic (properties,
+// import bounds, stream and event bookkeeping, kernel loading and its fallback, how reductions
+// are split into launches) runs in unit tests on machines without an AMD GPU. It emulates the
+// runtime's contract, not its behaviour on hardware: nothing here says the backend works on a GPU.
+//
+// Kernel launches run at once on the calling thread: the fake decodes the ReduceArgs the device
+// passed and applies the shared kernels' element math (reduce_math.h, compiled for the host).
+// "Device" pointers are host pointers; copies are memcpy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/device/hip/hip_api.h"
+#include "daemon/device/kernels/reduce_args.h"
+
+namespace hc::device::testing {
+
+// What the fakes do and what they saw. One instance is live at a time (the fakes are plain
+// functions, so they reach it through a global); FakeHipRuntime installs and removes it.
+struct FakeHipState {
+  // Answers.
+  hipError_t moduleLoadResult = hipSuccess;
+  hipError_t eventQueryResult = hipSuccess;
+  hipError_t streamSyncResult = hipSuccess;
+  size_t freeBytes = size_t{48} << 30;
+  size_t moduleBytes = size_t{2} << 20;  // what loading the module takes from freeBytes
+  int multiprocessors = 104;
+  // hipIpcOpenMemHandle returns `ipcPointer`; hipMemGetAddressRange reports [rangeBase,
+  // rangeBase + rangeBytes) for it.
+  void* ipcPointer = nullptr;
+  void* rangeBase = nullptr;
+  size_t rangeBytes = 0;
+
+  // Observations.
+  std::vector<unsigned> ipcOpenFlags;
+  std::vector<void*> ipcClosed;
+  std::vector<std::string> functionsLookedUp;
+  std::vector<kernels::ReduceArgs> launches;
+  std::vector<unsigned> launchBlocks;
+  std::vector<unsigned> launchThreads;
+  std::vector<unsigned> streamFlags;
+  std::vector<unsigned> eventFlags;
+  int eventsCreated = 0;
+  int copies = 0;
+  int modulesUnloaded = 0;
+};
+
+class FakeHipRuntime {
+ public:
+  explicit FakeHipRuntime(int abiMajor = 5);
+  ~FakeHipRuntime();
+  FakeHipRuntime(const FakeHipRuntime&) = delete;
+  FakeHipRuntime& operator=(const FakeHipRuntime&) = delete;
+
+  FakeHipState& state() { return *state_; }
+  std::shared_ptr<const HipApi> api() const { return api_; }
+
+ private:
+  std::unique_ptr<FakeHipState> state_;
+  std::shared_ptr<HipApi> api_;
+};
+
+}  // namespace hc::device::testing
