@@ -12,6 +12,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fcntl.h>
+#include <cerrno>
+
 #include <spdlog/spdlog.h>
 
 #include "common/seqpacket.h"
@@ -25,6 +28,11 @@ Result<UniqueFd> openClientSocket(const std::string& path, const std::string& gr
   if (passed > 0) {
     int fd = SD_LISTEN_FDS_START;
     if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, nullptr, 0) > 0) {
+      // systemd passes it blocking; the IPC loop accepts until EAGAIN and must never block there.
+      const int flags = ::fcntl(fd, F_GETFL);
+      if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        return systemError("making the passed client socket non-blocking", errno);
+      }
       spdlog::info("using the client socket passed by systemd");
       return UniqueFd(fd);
     }
