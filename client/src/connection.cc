@@ -60,6 +60,11 @@ Result<Connection*> Connection::get() {
   return *c;
 }
 
+Connection* Connection::current() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return gConnection;
+}
+
 Result<Connection*> Connection::open() {
   auto* c = new Connection();
   Status s = c->connect();
@@ -154,9 +159,9 @@ void Connection::teardown() {
 }
 
 Result<std::vector<uint8_t>> Connection::request(std::span<const uint8_t> frame,
-                                                 uint32_t requestId) {
+                                                 uint32_t requestId, std::span<const int> fds) {
   if (dead()) return deadStatus_;
-  HC_RETURN_IF_ERROR(sendMessage(socket_, frame));
+  HC_RETURN_IF_ERROR(sendMessage(socket_, frame, fds));
   auto msg = receiveMessage(socket_, ipc::kMaxFrameBytes, true);
   if (!msg.isOk()) {
     markDead(unavailable("hetero-commd (pid " + std::to_string(daemonPid_) +

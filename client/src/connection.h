@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "client/src/device_runtime.h"
+#include "client/src/done_flags.h"
 #include "client/src/request.h"
 #include "client/src/staging.h"
 #include "client/src/submission.h"
@@ -34,6 +36,8 @@ class Connection {
   // The process's connection, connecting on first use. Fails with Unavailable when no daemon
   // listens at HC_SOCKET (or the default path).
   static Result<Connection*> get();
+  // The process's connection if one is open (never connects); null otherwise.
+  static Connection* current();
 
   pid_t ownerPid() const { return pid_; }
   bool dead() const { return dead_.load(std::memory_order_acquire); }
@@ -74,6 +78,18 @@ class Connection {
   Status waitUntil(const std::function<bool()>& ready, const CommState* comm);
   // Takes available completions; returns without blocking.
   void reap();
+  // reap(), and notices a daemon that hung up (failing every pending request). Non-blocking:
+  // stream waits call it between sleeps.
+  void poll();
+
+  // Device memory (protocol minor 3; connection_device.cc). A reference to [p, p+bytes) of the
+  // device allocation `at` of runtime `rt`: the allocation is exported and registered with the
+  // daemon on first use, and the region is cached by (runtime, allocation id).
+  Result<ipc::BufferRef> deviceRef(DeviceRuntime* rt, const DevicePointer& at, const void* p,
+                                   uint64_t bytes);
+  // The runtime freed an allocation: its registration (if any) is dropped here and in the daemon.
+  void forgetDeviceAllocation(const char* runtime, uint64_t allocationId);
+  DoneFlagPool& doneFlags() { return doneFlags_; }
 
   // Tells the daemon to abort a communicator handle, fails the handle's local requests and
   // wakes every waiting thread.
@@ -107,7 +123,8 @@ class Connection {
   // Asks the daemon to read and write this process's memory (protocol.h, CmaProbeFrame) and
   // records the outcome in crossMemoryAttach_ and memoryPath_. Before the connection is shared.
   ProbeOutcome probeCrossMemoryAttach();
-  Result<std::vector<uint8_t>> request(std::span<const uint8_t> frame, uint32_t requestId);
+  Result<std::vector<uint8_t>> request(std::span<const uint8_t> frame, uint32_t requestId,
+                                       std::span<const int> fds = {});
   Status pushEntry(const ipc::SubmitEntry& entry, const CommState* comm);
   void markDead(const Status& why);
   bool daemonHungUp() const;
@@ -137,6 +154,9 @@ class Connection {
   Status deadStatus_;
   StagingPool staging_{this};
   PendingWrites pendingWrites_;
+  std::mutex deviceMutex_;  // guards regions_
+  std::map<std::pair<std::string, uint64_t>, uint32_t> regions_;  // (runtime, allocation) -> id
+  DoneFlagPool doneFlags_{this};
 };
 
 }  // namespace hc::client

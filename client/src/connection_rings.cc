@@ -135,6 +135,11 @@ void Connection::reap() {
   }
 }
 
+void Connection::poll() {
+  reap();
+  if (!dead()) (void)noticeHangUp();
+}
+
 bool Connection::daemonHungUp() const {
   pollfd p{socket_, POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;

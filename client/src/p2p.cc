@@ -118,15 +118,15 @@ using namespace hc::client;
 extern "C" {
 
 hc_status_t hc_send(const void* sendbuff, size_t count, hc_dtype_t dtype, int peer, hc_comm_t comm,
-                    hc_stream_t, hc_request_t* req) {
+                    hc_stream_t stream, hc_request_t* req) {
   return postOp(comm, p2pEntry(OpType::Send, count, dtype, peer), {sendbuff, bytesOf(count, dtype)},
-                {}, HC_SUM, req);
+                {}, HC_SUM, stream, req);
 }
 
 hc_status_t hc_recv(void* recvbuff, size_t count, hc_dtype_t dtype, int peer, hc_comm_t comm,
-                    hc_stream_t, hc_request_t* req) {
+                    hc_stream_t stream, hc_request_t* req) {
   return postOp(comm, p2pEntry(OpType::Recv, count, dtype, peer), {},
-                {recvbuff, bytesOf(count, dtype)}, HC_SUM, req);
+                {recvbuff, bytesOf(count, dtype)}, HC_SUM, stream, req);
 }
 
 hc_status_t hc_alltoallv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
@@ -160,6 +160,16 @@ hc_status_t hc_alltoallv(const void* sendbuff, const size_t* sendcounts, const s
   for (auto [side, extent, name] : {std::tuple{&sendSide, sendExtent, "send buffer "},
                                     std::tuple{&recvSide, recvExtent, "recv buffer "}}) {
     if (extent == 0) continue;
+    DevicePointer device;
+    for (DeviceRuntime* rt : deviceRuntimes()) {
+      if (rt->lookup(side->base, &device)) {
+        return rejectOp(hc::invalidArgument("hc_alltoallv: " + std::string(name) + "is " +
+                                            rt->name() +
+                                            " device memory, which hc_alltoallv does not take "
+                                            "yet; use hc_send/hc_recv in a group"),
+                        st);
+      }
+    }
     auto in = conn.inSegment(side->base, extent);
     if (!in.isOk()) {
       return rejectOp(hc::Status{in.status().code(),

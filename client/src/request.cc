@@ -1,5 +1,9 @@
 #include "client/src/request.h"
 
+#include <cstdint>
+
+#include "common/ipc/ring.h"
+
 #include "client/src/comm_state.h"
 #include "client/src/staging.h"
 
@@ -64,6 +68,11 @@ void finishRequest(const RequestPtr& r, const Status& status, const CompletionIn
   std::shared_ptr<CommState> comm = r->comm;
   if (comm && !status.isOk() && !r->tracked && seenBy == FailureSeenBy::Async) {
     comm->setAsyncError(status);
+  }
+  if (r->doneFlag != nullptr && r->doneFlag->value.load(std::memory_order_acquire) == 0) {
+    r->doneFlag->status = static_cast<int32_t>(status.code());
+    r->doneFlag->value.store(1, std::memory_order_release);
+    ipc::futexWake(&r->doneFlag->value, INT32_MAX);
   }
   r->done.store(true, std::memory_order_release);
   // After done: hc_comm_finalize returns only once every request it waited for is visible.

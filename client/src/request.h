@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 
+#include "common/ipc/protocol.h"
 #include "common/status.h"
 
 namespace hc::client {
@@ -43,6 +44,9 @@ struct Request {
   std::shared_ptr<Staging> staging;
   // The composite this request is a part of.
   std::shared_ptr<Request> parent;
+  // Stream-ordered operations: the flag the caller's stream waits on. finishRequest sets it on
+  // every path (the daemon sets it first on completion), so no stream waits on a failed party.
+  ipc::DoneFlag* doneFlag = nullptr;
 
   // Internal bookkeeping.
   std::atomic<bool> claimed{false};

@@ -11,6 +11,7 @@
 namespace hc::client {
 
 struct CommState;
+class DeviceRuntime;
 class Staging;
 
 struct Submission {
@@ -22,6 +23,10 @@ struct Submission {
   // Until prepared, the offset of a staged buffer reference is relative to the staging block.
   bool sendStaged = false;
   bool recvStaged = false;
+  // Device memory: the runtime of the buffers (null for host memory), and the caller's stream
+  // when the operation is stream-ordered on it (stream_ops.h).
+  DeviceRuntime* runtime = nullptr;
+  void* stream = nullptr;
 };
 
 // Makes the entry's buffer references final: acquires the staging block (once per staging),

@@ -9,6 +9,7 @@
 #include "client/src/dtype.h"
 #include "client/src/group.h"
 #include "client/src/staging.h"
+#include "client/src/stream_ops.h"
 
 namespace hc::client {
 namespace {
@@ -73,15 +74,26 @@ enum class Side { Send, Recv };
 
 // Segment memory: a direct reference. Other host memory: by address when the daemon attaches to
 // this process's memory, else pending staging. Absent: no buffer.
-enum class Residence { None, Segment, Attached, Host };
+// Device memory: by (region, offset) of its registered allocation.
+enum class Residence { None, Segment, Attached, Host, Device };
 
-Result<Residence> residenceOf(Connection& conn, const char* which, BufferArg b) {
-  if (b.bytes == 0) return Residence::None;
+struct Placement {
+  Residence at = Residence::None;
+  DeviceRuntime* runtime = nullptr;  // Device
+  DevicePointer device;              // Device
+};
+
+Result<Placement> residenceOf(Connection& conn, const char* which, BufferArg b) {
+  if (b.bytes == 0) return Placement{};
   auto in = conn.inSegment(b.ptr, b.bytes);
   if (!in.isOk())
     return Status{in.status().code(), std::string(which) + " " + in.status().message()};
-  if (*in) return Residence::Segment;
-  return conn.crossMemoryAttach() ? Residence::Attached : Residence::Host;
+  if (*in) return Placement{Residence::Segment};
+  for (DeviceRuntime* rt : deviceRuntimes()) {
+    Placement p{Residence::Device, rt};
+    if (rt->lookup(b.ptr, &p.device)) return p;
+  }
+  return Placement{conn.crossMemoryAttach() ? Residence::Attached : Residence::Host};
 }
 
 // The protocol minor an entry needs from the daemon.
@@ -165,18 +177,26 @@ Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg
   if (!sendAt.isOk()) return sendAt.status();
   auto recvAt = residenceOf(conn, "recv buffer", recv);
   if (!recvAt.isOk()) return recvAt.status();
-  const bool sendHost = *sendAt == Residence::Host;
-  const bool recvHost = *recvAt == Residence::Host;
+  const bool sendHost = sendAt->at == Residence::Host;
+  const bool recvHost = recvAt->at == Residence::Host;
   if (sendHost || recvHost) {
     sub->staging = std::make_shared<Staging>(
         &conn.staging(), sendHost ? send.ptr : nullptr, sendHost ? send.bytes : 0,
         recvHost ? const_cast<void*>(recv.ptr) : nullptr, recvHost ? recv.bytes : 0);
   }
-  auto refFor = [&](Residence at, BufferArg b, Side side) -> Result<ipc::BufferRef> {
-    switch (at) {
+  auto refFor = [&](const Placement& at, BufferArg b, Side side) -> Result<ipc::BufferRef> {
+    switch (at.at) {
       case Residence::None: return noBufferRef();
       case Residence::Segment: return conn.bufferRef(b.ptr, b.bytes);
       case Residence::Attached: return processMemoryRef(b.ptr);
+      case Residence::Device: {
+        auto ref = conn.deviceRef(at.runtime, at.device, b.ptr, b.bytes);
+        if (!ref.isOk()) {
+          return Status{ref.status().code(), std::string(side == Side::Send ? "send" : "recv") +
+                                                 " buffer: " + ref.status().message()};
+        }
+        return ref;
+      }
       case Residence::Host:
         return stagedRef(side == Side::Send ? sub->staging->sendOffset()
                                             : sub->staging->recvOffset());
@@ -191,6 +211,7 @@ Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg
   sub->entry.recv = *r;
   sub->sendStaged = sendHost;
   sub->recvStaged = recvHost;
+  sub->runtime = sendAt->runtime != nullptr ? sendAt->runtime : recvAt->runtime;
   return okStatus();
 }
 
@@ -200,7 +221,7 @@ hc_status_t rejectOp(const Status& s, CommState* comm) {
 }
 
 hc_status_t postOp(hc_comm_t comm, ipc::SubmitEntry e, BufferArg send, BufferArg recv, int redop,
-                   hc_request_t* req) {
+                   hc_stream_t stream, hc_request_t* req) {
   auto c = usableComm(comm);
   if (!c.isOk()) return rejectOp(c.status(), comm != nullptr ? comm->state.get() : nullptr);
   const std::shared_ptr<CommState>& state = *c;
@@ -228,8 +249,17 @@ hc_status_t postOp(hc_comm_t comm, ipc::SubmitEntry e, BufferArg send, BufferArg
       return rejectOp(oom, state.get());
     }
   }
+  if (stream != nullptr && sub.runtime != nullptr && sub.runtime->ownsStream(stream)) {
+    sub.stream = stream;
+  }
   if (groupOpen()) {
     recordInGroup(std::move(sub));
+  } else if (sub.stream != nullptr) {
+    s = submitOnStream(std::move(sub));
+    if (!s.isOk()) {
+      delete handle;
+      return fail(s, state.get());
+    }
   } else {
     std::vector<Submission> one;
     one.push_back(std::move(sub));
@@ -262,6 +292,9 @@ Status submitNow(std::vector<Submission>& subs) {
   for (Submission& sub : subs) {
     if (s.isOk()) s = prepareSubmission(sub);
   }
+  const bool onStreams =
+      std::any_of(subs.begin(), subs.end(), [](const Submission& sub) { return sub.stream; });
+  if (s.isOk() && onStreams) s = prepareGroupStreams(subs);
   for (auto unit : units) {
     if (!s.isOk()) break;
     for (size_t i = 0; i < unit.size(); ++i) {
@@ -270,6 +303,7 @@ Status submitNow(std::vector<Submission>& subs) {
     }
     s = unit.front().comm->conn->submitUnit(unit);
   }
+  if (s.isOk() && onStreams) orderGroupStreams(subs);
   if (!s.isOk()) {
     // Entries already pushed stay pending in the connection until the daemon completes them;
     // their requests complete now, like the rest, with the error the caller returns.

@@ -21,16 +21,18 @@ struct BufferArg {
 
 // Validates the call (communicator, dtype, root or peer, sizes), places the buffers, applies the
 // reduction operator and posts the operation. Sets *req, when req is not NULL, only on success.
+// With a stream of the buffers' device runtime, the operation is stream-ordered (stream_ops.h).
 hc_status_t postOp(hc_comm_t comm, ipc::SubmitEntry e, BufferArg send, BufferArg recv, int redop,
-                   hc_request_t* req);
+                   hc_stream_t stream, hc_request_t* req);
 
 // Fails a call: records the error as the last error and, inside a group, as the group's error,
 // so that hc_group_end submits none of the group's operations.
 hc_status_t rejectOp(const Status& s, CommState* comm);
 
-// Fills the buffer references of sub: segment memory by reference; other host memory by address
-// when the connection has cross-memory attach (the daemon stages it), else through a new staging
-// (sub->staging), with references relative to the block until prepared. The request keeps the
+// Fills the buffer references of sub: segment memory by reference; device memory by its
+// registered region; other host memory by address when the connection has cross-memory attach
+// (the daemon stages it), else through a new staging (sub->staging), with references relative
+// to the block until prepared. The request keeps the
 // staging when results must be copied out.
 Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg recv);
 

@@ -34,6 +34,10 @@ size_t frameSize(FrameType type) {
     case FrameType::PeerInfoReply: return sizeof(PeerInfoReplyFrame);
     case FrameType::CommRoot: return sizeof(CommRootFrame);
     case FrameType::CommRootReply: return sizeof(CommRootReplyFrame);
+    case FrameType::MemRegister: return sizeof(MemRegisterFrame);
+    case FrameType::MemRegisterReply: return sizeof(MemRegisterReplyFrame);
+    case FrameType::MemUnregister: return sizeof(MemUnregisterFrame);
+    case FrameType::MemUnregisterReply: return sizeof(MemUnregisterReplyFrame);
   }
   return 0;
 }
@@ -65,10 +69,15 @@ Result<FrameType> validateFrame(std::span<const uint8_t> bytes, size_t fdCount) 
                            std::to_string(header.length) + ", expected " +
                            std::to_string(expected) + ")");
   }
-  if (fdCount != frameFdCount(type)) {
+  size_t fdsExpected = frameFdCount(type);
+  if (type == FrameType::MemRegister &&
+      frameAs<MemRegisterFrame>(bytes).handleKind == static_cast<uint32_t>(HandleKind::Fd)) {
+    fdsExpected = 1;  // the memfd or VMM fd of the allocation
+  }
+  if (fdCount != fdsExpected) {
     return invalidArgument("frame type " + std::to_string(header.type) + " came with " +
                            std::to_string(fdCount) + " descriptors, expected " +
-                           std::to_string(frameFdCount(type)));
+                           std::to_string(fdsExpected));
   }
   switch (type) {
     case FrameType::Hello: return textField(bytes, &HelloFrame::clientName, "Hello client name", type);

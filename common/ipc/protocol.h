@@ -22,7 +22,8 @@ namespace hc::ipc {
 constexpr uint32_t kFrameMagic = 0x50494348;  // "HCIP" little-endian
 constexpr uint16_t kProtocolMajor = 1;        // a different major is refused at Hello
 // 1: p2p, groups, all-to-all, gather/scatter, split, CmaProbe. 2: PeerInfo, CommRoot (multi-node).
-constexpr uint16_t kProtocolMinor = 2;
+// 3: device memory (MemRegister, MemKind::Device, done flags).
+constexpr uint16_t kProtocolMinor = 3;
 constexpr size_t kMaxFrameBytes = 1024;       // larger frames are rejected, never truncated
 constexpr size_t kMessageBytes = 200;         // error text carried in Error frames
 constexpr size_t kCompletionText = 100;       // error text carried in completion entries
@@ -42,6 +43,10 @@ enum class FrameType : uint16_t {
   PeerInfoReply = 12, // daemon -> client
   CommRoot = 13,      // client -> daemon: the root daemon of a communicator key (CommRootFrame)
   CommRootReply = 14, // daemon -> client
+  MemRegister = 15,      // client -> daemon: map a device allocation (MemRegisterFrame [+ fd])
+  MemRegisterReply = 16, // daemon -> client: its region id
+  MemUnregister = 17,    // client -> daemon: unmap a region
+  MemUnregisterReply = 18,
 };
 
 struct FrameHeader {
@@ -155,6 +160,48 @@ struct CommRootReplyFrame {
   FrameHeader header;
 };
 
+// Device memory. The client registers each device allocation once (by the runtime's allocation
+// id, never by address: allocators reuse addresses) and names its buffers by (region, offset).
+// The daemon treats every handle as untrusted: it checks the kind against the device, the size
+// against what the mapping really has (fstat and seals for fds), and binds the region to this
+// client: a region id means nothing on another connection.
+enum class DeviceMemory : uint8_t { Sim = 1, Cuda = 2, Hip = 3 };
+enum class DeviceVendor : uint8_t { Nvidia = 1, Amd = 2 };
+enum class HandleKind : uint32_t {
+  LegacyIpc = 0,  // handle[] holds a cudaIpcMemHandle_t / hipIpcMemHandle_t
+  Fd = 1,         // an fd came with the frame (SCM_RIGHTS): a sealed memfd (sim) or a VMM POSIX fd
+};
+constexpr size_t kDeviceHandleBytes = 64;
+
+struct MemRegisterFrame {
+  FrameHeader header;
+  uint8_t memoryType;  // DeviceMemory
+  uint8_t vendor;      // DeviceVendor
+  uint16_t reserved;
+  int32_t device;         // the device's index within its vendor on this node
+  uint64_t allocationId;  // the client runtime's id of the allocation (logs, diagnostics)
+  uint64_t bytes;         // size of the allocation
+  uint32_t handleKind;    // HandleKind
+  uint32_t reserved2;
+  uint8_t handle[kDeviceHandleBytes];
+};
+
+struct MemRegisterReplyFrame {
+  FrameHeader header;
+  uint32_t region;  // never 0
+  uint32_t reserved;
+};
+
+struct MemUnregisterFrame {
+  FrameHeader header;
+  uint32_t region;
+  uint32_t reserved;
+};
+
+struct MemUnregisterReplyFrame {
+  FrameHeader header;
+};
+
 // ---- the shared segment ------------------------------------------------------------------
 
 constexpr uint32_t kSegmentMagic = 0x47455348;  // "HSEG"
@@ -196,6 +243,7 @@ constexpr uint32_t kMaxGroupOps = 1u << 16;  // a longer group fails with Invali
 enum class MemKind : uint8_t {
   Segment = 0,        // offset into this client's segment
   ProcessMemory = 1,  // offset = an address in the client's own memory (after a CmaProbe)
+  Device = 2,         // offset into the registered device allocation BufferRef::region
 };
 
 // Reduction operator codes in entries: the NCCL values, and PreMulSum for a dynamic op whose
@@ -206,7 +254,8 @@ constexpr uint8_t kNumRedOps = 6;
 struct BufferRef {
   uint64_t offset;  // kNoBuffer when absent
   uint8_t kind;     // MemKind
-  uint8_t reserved[7];
+  uint8_t reserved[3];
+  uint32_t region;  // MemKind::Device: the MemRegisterReply's region; else 0
 };
 
 // One submission: 128 bytes, written by the client, read once by the daemon.
@@ -231,7 +280,10 @@ struct SubmitEntry {
   // CommSplit only: the new communicator's color (kSplitNoColor: none) and ordering key.
   int32_t splitColor;
   int32_t splitKey;
-  uint64_t reserved2[2];
+  // Segment offset of a DoneFlag the daemon sets when this entry completes (stream-ordered
+  // device operations), or 0 for none (offset 0 is the segment header, never a flag).
+  uint64_t doneFlag;
+  uint64_t reserved2;
 };
 static_assert(sizeof(SubmitEntry) == 128 && std::is_standard_layout_v<SubmitEntry>);
 
@@ -253,6 +305,16 @@ struct CompletionEntry {
   char message[kCompletionText];  // NUL-terminated error text when status != Ok
 };
 static_assert(sizeof(CompletionEntry) == 128 && std::is_standard_layout_v<CompletionEntry>);
+
+// The "done" flag of a stream-ordered operation: the caller's stream waits until value >= 1
+// (cuStreamWaitValue32 GEQ). The daemon stores status, then value with release, then wakes
+// FUTEX waiters on `value` (shared). On abort, error or a dead daemon the client sets it itself,
+// so a stream never waits forever.
+struct DoneFlag {
+  std::atomic<uint32_t> value;
+  int32_t status;  // hc::Code
+};
+static_assert(sizeof(DoneFlag) == 8);
 
 // The first page of the segment. Counters are free-running uint32; index = counter & (entries-1).
 // Each word sits on its own cache line so the two writers never share one.

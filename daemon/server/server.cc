@@ -17,6 +17,7 @@
 
 #include "common/ipc/frames.h"
 #include "common/seqpacket.h"
+#include "daemon/server/devices.h"
 
 namespace hc::server {
 namespace {
@@ -56,10 +57,14 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
 
   s->policy_ = makeAccessPolicy(config.allowUids, config.allowGroups);
   s->pool_ = std::make_unique<coll::ReductionPool>(config::resolvedReductionThreads(config));
+  auto devices = buildDeviceRegistry(config);
+  if (!devices.isOk()) return devices.status();
+  s->devices_ = std::move(devices.value());
   session::EngineOptions eo;
   eo.inlineBytes = config.inlineBytes;
   eo.initTimeoutMs = config.initTimeoutMs;
   eo.opTimeoutMs = config.opTimeoutMs;
+  eo.stagingChunkBytes = config.stagingChunkBytes;
   session::MultiNode multiNode;
   if (!config.peerListen.empty()) {
     auto peer = PeerSide::start(config);
@@ -96,6 +101,12 @@ void Server::notifyStatus() {
 int Server::run() {
   spdlog::info("hetero-commd {} serving {} ({} reduction threads, spin {} us)", HC_VERSION,
                config_.socketPath, config::resolvedReductionThreads(config_), config_.spinUs);
+  uint64_t watchdogUs = 0;
+  if (sd_watchdog_enabled(0, &watchdogUs) > 0 && watchdogUs > 0) {
+    watchdogEvery_ = std::max(std::chrono::milliseconds(1),
+                              std::chrono::milliseconds(watchdogUs / 2000));
+    spdlog::info("systemd watchdog: a heartbeat every {} ms", watchdogEvery_.count());
+  }
   sd_notify(0, "READY=1");
   notifyStatus();
   const auto spin = std::chrono::microseconds(config_.spinUs);
@@ -143,6 +154,11 @@ int Server::run() {
     if (drainRings()) active = true;
     auto now = Clock::now();
     if (auto d = engine_->nextDeadline(); d && now >= *d) engine_->checkDeadlines(now);
+    if (watchdogEvery_.count() > 0 && now - lastWatchdog_ >= watchdogEvery_) {
+      // Only a loop that comes round sends it: a wedged IPC thread stops the heartbeat.
+      sd_notify(0, "WATCHDOG=1");
+      lastWatchdog_ = now;
+    }
     if (active) {
       lastActivity = now;
     } else if (!sleeping) {
@@ -175,10 +191,12 @@ bool Server::ringsPending() const {
 
 int Server::sleepTimeoutMs() const {
   if (stopping_) return 20;
+  int64_t limit = watchdogEvery_.count() > 0 ? watchdogEvery_.count() : -1;
   auto d = engine_->nextDeadline();
-  if (!d) return -1;
+  if (!d) return static_cast<int>(limit);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d - Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(ms + 1, 0, 60'000));
+  ms = std::clamp<int64_t>(ms + 1, 0, 60'000);
+  return static_cast<int>(limit >= 0 ? std::min(ms, limit) : ms);
 }
 
 bool Server::drainRings() {
@@ -225,6 +243,7 @@ void Server::acceptClients() {
     int raw = fd.get();
     auto s = std::make_shared<session::Session>(id, std::move(fd), *peer);
     s->allowCrossMemoryAttach(config_.crossMemoryAttach);
+    s->setDevices(&devices_);
     if (peer_) s->setPeerAddress(peer_->advertise());
     if (!watch(raw, kSocketTag | id, EPOLLIN | EPOLLRDHUP).isOk()) continue;
     sessions_[id] = s;
@@ -252,7 +271,7 @@ void Server::onClientSocket(const session::SessionPtr& s) {
         continue;
       }
       bool wasWelcomed = s->welcomed();
-      bad = type.isOk() ? s->handleFrame(msg->bytes, msg->fds.size(), config_.segmentBytes,
+      bad = type.isOk() ? s->handleFrame(msg->bytes, msg->fds, config_.segmentBytes,
                                          config_.maxSegmentBytes, config_.ringEntries)
                         : type.status();
       if (bad.isOk() && !wasWelcomed && s->welcomed()) {

@@ -6,12 +6,14 @@
 
 #include <sys/epoll.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 
 #include "common/unique_fd.h"
 #include "daemon/coll/reduction_pool.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/device/registry.h"
 #include "daemon/server/listener.h"
 #include "daemon/server/peer_side.h"
 #include "daemon/session/engine.h"
@@ -48,6 +50,8 @@ class Server {
   UniqueFd signals_;
   bool ownsSocketPath_ = false;
   std::unique_ptr<coll::ReductionPool> pool_;
+  // Before the engine and the sessions: their streams and device mappings go first.
+  device::DeviceRegistry devices_;
   // Before the engine: the engine borrows from it, so it is destroyed after (~Server shuts its
   // joins down first, since their callbacks reach into the engine).
   std::unique_ptr<PeerSide> peer_;
@@ -55,6 +59,10 @@ class Server {
   std::map<uint32_t, session::SessionPtr> sessions_;
   uint32_t nextSessionId_ = 1;
   bool stopping_ = false;
+  // systemd's watchdog (WatchdogSec=): WATCHDOG=1 at half the interval from the IPC loop, which
+  // sleeps no longer than that; zero when the watchdog is off.
+  std::chrono::milliseconds watchdogEvery_{0};
+  std::chrono::steady_clock::time_point lastWatchdog_{};
 };
 
 }  // namespace hc::server

@@ -1,6 +1,8 @@
-// ClientStaging: the daemon-side copies of operands that live in clients' own memory
-// (cross-memory attach). Before a match runs, each such operand is read into a pre-faulted daemon
-// buffer and the op's pointers are aimed there; after it ran, the receive parts are written back.
+// ClientStaging: the daemon-side copies of operands that live outside the client's segment: in
+// the client's own memory (cross-memory attach) or in device memory (the CPU-forwarding path:
+// device-to-host before the op, host-to-device after). Before a match runs, each such operand is
+// read into a pre-faulted daemon buffer and the op's pointers are aimed there; after it ran, the
+// receive parts are written back.
 // Buffers are pooled by size class: first touch of fresh pages is slow, so they are reused.
 // Runs on the IPC thread.
 #pragma once
@@ -12,6 +14,7 @@
 
 #include "common/status.h"
 #include "daemon/coll/local_plan.h"
+#include "daemon/session/device_copier.h"
 #include "daemon/session/pending_op.h"
 
 namespace hc::session {
@@ -44,21 +47,27 @@ class StagedMatch {
   StagedMatch& operator=(StagedMatch&&) = default;
   ~StagedMatch();
 
-  // Reads every client-memory operand of ops into pool buffers and points bufs[i] at them.
-  // ops[i] belongs with bufs[i].
+  // Reads every client-memory and device operand of ops into pool buffers and points bufs[i] at
+  // them. ops[i] belongs with bufs[i]. Device copies go through `copier`.
   [[nodiscard]] Status stageIn(const std::vector<PendingOp>& ops,
-                               std::vector<coll::RankBuffers>& bufs, StagingPool* pool);
-  // Writes the receive parts back into the clients' memory.
+                               std::vector<coll::RankBuffers>& bufs, StagingPool* pool,
+                               DeviceCopier* copier);
+  // Writes the receive parts back into the clients' memory and devices.
   [[nodiscard]] Status stageOut(const std::vector<PendingOp>& ops);
 
  private:
   struct Part {
     size_t op;
     StagingPool::Buffer buffer;
-    uint64_t base;  // client address of buffer.data[0]
+    uint64_t base;  // client address (or region offset) of buffer.data[0]
     bool holdsRecv;  // the op's receive range lies in this part: it goes back to the client
   };
+  // One side's memory: a device region, or else the op's client memory.
+  [[nodiscard]] Status transfer(const PendingOp& op, const DeviceRegionPtr& region, bool toClient,
+                                uint64_t address, uint8_t* local, uint64_t bytes);
+
   StagingPool* pool_ = nullptr;
+  DeviceCopier* copier_ = nullptr;
   std::vector<Part> parts_;
 };
 

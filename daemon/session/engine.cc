@@ -30,6 +30,7 @@ Engine::Engine(EngineOptions options, coll::ReductionPool* pool, MultiNode multi
     : options_(options),
       pool_(pool),
       doneFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      copier_(options.stagingChunkBytes),
       multiNode_(std::move(multiNode)) {
   HC_CHECK(doneFd_.valid());
 }
@@ -52,6 +53,13 @@ Result<bool> Engine::drain(const SessionPtr& session) {
 }
 
 void Engine::accept(const SessionPtr& session, const ipc::SubmitEntry& e) {
+  if (e.doneFlag != 0) {
+    // Tracked before anything can complete the entry, so its stream is released on every path.
+    if (Status s = session->trackDoneFlag(e.requestId, e.doneFlag); !s.isOk()) {
+      session->complete(e.requestId, s);
+      return;
+    }
+  }
   if (e.op == 0 || e.op >= ipc::kNumOpTypes) {
     session->complete(e.requestId, invalidArgument("unknown operation " + std::to_string(e.op)));
     return;
@@ -188,7 +196,7 @@ void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
   coll::LocalOp lop{type, head.dtype, head.redop, head.root, head.count};
   std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;
-  Status in = staged.stageIn(match.ops, bufs, &staging_);
+  Status in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
   if (!in.isOk()) {
     comm->finishMatch(match, in);
     return;

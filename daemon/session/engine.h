@@ -32,6 +32,7 @@ struct EngineOptions {
   int initTimeoutMs = 120000;
   int opTimeoutMs = 0;
   uint32_t maxInFlight = 4096;  // per session: beyond it, submissions wait in the ring
+  uint64_t stagingChunkBytes = 4 << 20;  // device<->host staging copies are issued in these
 };
 
 // "0011…ff": a communicator key in logs and as the key of pending inits.
@@ -114,6 +115,9 @@ class Engine {
     StagedMatch staged;
     uint32_t node = 0;  // Watch, Notice: the other daemon
     std::vector<uint8_t> notice;
+    // Agree: this daemon could not stage its operands (a device copy failed); the agreement
+    // still runs, so every daemon fails the op together instead of waiting for this one.
+    Status stagingFailure;
     // Op, Split: its requests were completed with the communicator's failure while the transport
     // still held its buffers (kept alive here until the job is final).
     bool released = false;
@@ -168,6 +172,7 @@ class Engine {
   uint64_t nextCommId_ = 1;
   uint64_t nextRunId_ = 1;
   StagingPool staging_;
+  DeviceCopier copier_;
   std::mutex finishedMutex_;
   std::vector<uint64_t> finished_;  // run ids, filled by pool workers
   std::vector<JoinAnswer> joinAnswers_;  // filled by the bootstrap's threads (finishedMutex_)

@@ -45,6 +45,8 @@ struct Descriptor {
   uint64_t count;
 };
 static_assert(sizeof(Descriptor) == 16);
+// Descriptor::pad of a daemon whose device copies for the op failed.
+constexpr uint8_t kStagingFailed = 1;
 
 std::string describe(const Descriptor& d) {
   PendingOp op;
@@ -249,28 +251,38 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
   const PendingOp& head = match.ops.front();
   std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;
-  if (Status in = staged.stageIn(match.ops, bufs, &staging_); !in.isOk()) {
+  Status in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
+  if (!in.isOk() && isPointToPoint(head.type)) {
+    // The other half of a transfer runs on another daemon, which no agreement tells: the
+    // communicator fails, and its notice reaches every daemon of it.
+    spdlog::warn("communicator {:x}: {}", comm->id(), in.message());
     comm->finishMatch(match, in);
-    return;
-  }
-  coll::LocalOp lop{head.type, head.dtype, head.redop, head.root, head.count};
-  auto plan = coll::hier::NodePlan::make(lop, *net.layout, std::move(bufs), &scratch_);
-  if (!plan.isOk()) {
-    comm->finishMatch(match, plan.status());
+    comm->fail(in);
+    progress(comm);
     return;
   }
   NetRun run;
+  if (in.isOk()) {
+    coll::LocalOp lop{head.type, head.dtype, head.redop, head.root, head.count};
+    auto plan = coll::hier::NodePlan::make(lop, *net.layout, std::move(bufs), &scratch_);
+    if (!plan.isOk()) {
+      comm->finishMatch(match, plan.status());
+      return;
+    }
+    run.plan = std::move(plan.value());
+  }
   run.comm = comm;
   run.match = std::move(match);
   run.layout = net.layout;
-  run.plan = std::move(plan.value());
   run.staged = std::move(staged);
+  run.stagingFailure = in;
   if (isPointToPoint(head.type)) return startNetOp(net, std::move(run));
   // Collectives: ranks on other daemons may have posted another descriptor, which the local
   // matching cannot see; the daemons allgather theirs first (16 bytes each), so a mismatch fails
   // every rank with the same message instead of running two different schedules.
   const PendingOp& first = run.match.ops.front();
-  const Descriptor mine{static_cast<uint8_t>(first.type), first.dtype, first.redop, 0, first.root,
+  const Descriptor mine{static_cast<uint8_t>(first.type), first.dtype, first.redop,
+                        run.stagingFailure.isOk() ? uint8_t{0} : kStagingFailed, first.root,
                         first.count};
   run.kind = NetRun::Kind::Agree;
   run.notice.assign(net.nodes.size() * sizeof(Descriptor), 0);
@@ -292,6 +304,29 @@ void Engine::onAgreement(NetRun run) {
   auto net = netComms_.find(run.comm->id());
   std::vector<Descriptor> all(layout.nodes());
   std::memcpy(all.data(), run.notice.data(), all.size() * sizeof(Descriptor));
+  std::string failedRanks;
+  for (uint32_t n = 0; n < all.size(); ++n) {
+    if (all[n].pad != kStagingFailed) continue;
+    all[n].pad = 0;
+    for (int r : layout.ranksOfNode[n]) {
+      failedRanks += (failedRanks.empty() ? "" : ",") + std::to_string(r);
+    }
+  }
+  if (!failedRanks.empty()) {
+    // Every daemon names the same ranks; the one that failed adds its device's words locally.
+    std::string text = "op " + std::to_string(run.match.seq) +
+                       ": staging device memory failed on the daemon of ranks " + failedRanks;
+    if (!run.stagingFailure.isOk()) text += " (" + run.stagingFailure.message() + ")";
+    const Status why{Code::DeviceError, text};
+    spdlog::warn("communicator {:x}: {}", run.comm->id(), why.message());
+    // As for a mismatch: every daemon reaches this same verdict, and a notice from here could
+    // overtake another daemon's agreement and give its ranks other words.
+    if (net != netComms_.end()) net->second.notified = true;
+    run.comm->finishMatch(run.match, why);
+    for (auto& op : run.match.ops) op.session->flushCompletions();
+    progress(run.comm);
+    return;
+  }
   for (uint32_t n = 1; n < all.size(); ++n) {
     if (std::memcmp(&all[n], &all[0], sizeof(Descriptor)) == 0) continue;
     // The same words on every daemon: each has the same table.

@@ -6,6 +6,7 @@
 
 #include "common/ipc/protocol.h"
 #include "daemon/coll/local_plan.h"
+#include "daemon/session/device_regions.h"
 #include "daemon/session/process_memory.h"
 #include "daemon/session/segment.h"
 
@@ -34,6 +35,10 @@ struct PendingOp {
   ClientRange sendRange;
   ClientRange recvRange;
   std::shared_ptr<const ProcessMemory> processMemory;
+  // Parts in device memory (MemKind::Device): the range's address is an offset into the region.
+  // Staged through host memory like client memory: copied in before the op runs, out after.
+  DeviceRegionPtr sendRegion;
+  DeviceRegionPtr recvRegion;
   int splitColor = ipc::kSplitNoColor;  // CommSplit
   int splitKey = 0;
   SegmentPtr segment;  // keeps the mapping alive while the op may touch it

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -28,9 +29,9 @@ std::string Session::describe() const {
   return "client " + std::to_string(id_) + " (pid " + std::to_string(peer_.pid) + ")";
 }
 
-Status Session::handleFrame(std::span<const uint8_t> bytes, size_t fdCount,
+Status Session::handleFrame(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds,
                             uint64_t defaultSegment, uint64_t maxSegment, uint32_t ringEntries) {
-  auto type = ipc::validateFrame(bytes, fdCount);
+  auto type = ipc::validateFrame(bytes, fds.size());
   if (!type.isOk()) return type.status();
   if (!welcomed() && *type != ipc::FrameType::Hello) {
     return invalidArgument("the first frame must be Hello");
@@ -44,6 +45,8 @@ Status Session::handleFrame(std::span<const uint8_t> bytes, size_t fdCount,
     case ipc::FrameType::CmaProbe: return onCmaProbe(bytes);
     case ipc::FrameType::PeerInfo: return onPeerInfo(bytes);
     case ipc::FrameType::CommRoot: return onCommRoot(bytes);
+    case ipc::FrameType::MemRegister: return onMemRegister(bytes, fds);
+    case ipc::FrameType::MemUnregister: return onMemUnregister(bytes);
     default:
       return invalidArgument("frame type " + std::to_string(static_cast<int>(*type)) +
                              " is not a request");
@@ -173,6 +176,50 @@ std::string Session::takeCommRoot(const uint8_t (&key)[16]) {
   return root;
 }
 
+Status Session::onMemRegister(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds) {
+  auto req = ipc::frameAs<ipc::MemRegisterFrame>(bytes);
+  Result<uint32_t> region = invalidArgument("this daemon has no devices");
+  if (devices_ != nullptr) region = regions_.add(req, fds.empty() ? -1 : fds[0].get(), *devices_);
+  if (!region.isOk()) {
+    spdlog::info("{}: device allocation {} not registered: {}", describe(), req.allocationId,
+                 region.status().message());
+    return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, region.status())));
+  }
+  spdlog::debug("{}: {}", describe(), regions_.find(*region)->describe());
+  auto r = ipc::makeFrame<ipc::MemRegisterReplyFrame>(ipc::FrameType::MemRegisterReply,
+                                                      req.header.requestId);
+  r.region = *region;
+  return reply(ipc::frameBytes(r));
+}
+
+Status Session::onMemUnregister(std::span<const uint8_t> bytes) {
+  auto req = ipc::frameAs<ipc::MemUnregisterFrame>(bytes);
+  Status s = regions_.remove(req.region);
+  if (!s.isOk()) return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, s)));
+  return reply(ipc::frameBytes(ipc::makeFrame<ipc::MemUnregisterReplyFrame>(
+      ipc::FrameType::MemUnregisterReply, req.header.requestId)));
+}
+
+Status Session::trackDoneFlag(uint64_t requestId, uint64_t offset) {
+  if (offset % alignof(ipc::DoneFlag) != 0 || !allocator_->contains(offset, sizeof(ipc::DoneFlag))) {
+    return invalidArgument("done flag at segment offset " + std::to_string(offset) +
+                           " is not an aligned word inside an allocation of the segment");
+  }
+  doneFlags_[requestId] = offset;
+  return okStatus();
+}
+
+void Session::setDoneFlag(uint64_t requestId, const Status& status) {
+  auto it = doneFlags_.find(requestId);
+  if (it == doneFlags_.end()) return;
+  auto* flag = reinterpret_cast<ipc::DoneFlag*>(segment_->at(it->second));
+  doneFlags_.erase(it);
+  flag->status = static_cast<int32_t>(status.code());
+  // Release: a stream that sees the value also sees the status and the operation's results.
+  flag->value.store(1, std::memory_order_release);
+  ipc::futexWake(&flag->value, INT32_MAX);
+}
+
 Status Session::reply(std::span<const uint8_t> frame) { return sendMessage(socket_.get(), frame); }
 
 ipc::PopResult Session::popSubmission(ipc::SubmitEntry* out) {
@@ -191,6 +238,7 @@ void Session::complete(uint64_t requestId, const Status& status, uint64_t value,
   e.rank = rank;
   e.nranks = nranks;
   ipc::copyText(e.message, status.message());
+  setDoneFlag(requestId, status);
   if (!overflow_.empty() || !segment_->view().completion.push(e)) {
     overflow_.push_back(e);
     return;

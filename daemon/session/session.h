@@ -17,6 +17,7 @@
 #include "common/ipc/protocol.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
+#include "daemon/session/device_regions.h"
 #include "daemon/session/process_memory.h"
 #include "daemon/session/segment.h"
 #include "daemon/session/segment_allocator.h"
@@ -54,7 +55,9 @@ class Session {
 
   // Handles one frame from the socket. A non-Ok status means the client broke the protocol: the
   // caller sends the status as an Error frame and closes the session.
-  Status handleFrame(std::span<const uint8_t> bytes, size_t fdCount, uint64_t defaultSegment,
+  // `fds` are the descriptors that came with the frame (validateFrame checked their number).
+  Status handleFrame(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds,
+                     uint64_t defaultSegment,
                      uint64_t maxSegment, uint32_t ringEntries);
 
   // Takes the next submission into daemon memory. Corrupt rings are a protocol violation.
@@ -78,6 +81,13 @@ class Session {
   void setPeerAddress(std::string address) { peerAddress_ = std::move(address); }
   // The root named for `key` ("" for none), forgotten once taken.
   std::string takeCommRoot(const uint8_t (&key)[16]);
+  // The node's devices, which MemRegister imports into (borrowed; null: no device memory).
+  void setDevices(const device::DeviceRegistry* devices) { devices_ = devices; }
+  // The device allocation `region` of this client, or null.
+  DeviceRegionPtr deviceRegion(uint32_t region) const { return regions_.find(region); }
+  // Stream-ordered ops: complete() sets the DoneFlag at segment `offset` for `requestId`.
+  // InvalidArgument when the flag does not lie in an allocation of the segment's heap.
+  [[nodiscard]] Status trackDoneFlag(uint64_t requestId, uint64_t offset);
 
   uint64_t addMember(Member m);
   Member* member(uint64_t handle);
@@ -98,6 +108,9 @@ class Session {
   Status onCmaProbe(std::span<const uint8_t> bytes);
   Status onPeerInfo(std::span<const uint8_t> bytes);
   Status onCommRoot(std::span<const uint8_t> bytes);
+  Status onMemRegister(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds);
+  Status onMemUnregister(std::span<const uint8_t> bytes);
+  void setDoneFlag(uint64_t requestId, const Status& status);
   Status reply(std::span<const uint8_t> frame);
 
   uint32_t id_;
@@ -114,6 +127,9 @@ class Session {
   std::shared_ptr<const ProcessMemory> processMemory_;
   std::string peerAddress_;
   std::map<std::array<uint8_t, 16>, std::string> commRoots_;
+  const device::DeviceRegistry* devices_ = nullptr;
+  DeviceRegions regions_;
+  std::map<uint64_t, uint64_t> doneFlags_;  // requestId -> segment offset of its DoneFlag
 };
 
 using SessionPtr = std::shared_ptr<Session>;

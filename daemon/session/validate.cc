@@ -161,7 +161,23 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     default: break;
   }
   auto place = [&](const char* which, const ipc::BufferRef& ref, uint64_t n, const uint8_t** seg,
-                   PendingOp::ClientRange* range) -> Status {
+                   PendingOp::ClientRange* range, DeviceRegionPtr* region) -> Status {
+    if (ref.kind == static_cast<uint8_t>(ipc::MemKind::Device)) {
+      DeviceRegionPtr r = session->deviceRegion(ref.region);
+      if (r == nullptr) {
+        return invalidArgument(std::string(which) + " buffer names device region " +
+                               std::to_string(ref.region) + ", which this client has not registered");
+      }
+      if (ref.offset > r->bytes() || n > r->bytes() - ref.offset) {
+        return invalidArgument(std::string(which) + " buffer [offset " +
+                               std::to_string(ref.offset) + ", " + std::to_string(n) +
+                               " bytes) overruns " + r->describe() + " of " +
+                               std::to_string(r->bytes()) + " bytes");
+      }
+      *range = {ref.offset, n};
+      *region = std::move(r);
+      return okStatus();
+    }
     if (ref.kind == static_cast<uint8_t>(ipc::MemKind::ProcessMemory)) {
       if (session->processMemory() == nullptr) {
         return invalidArgument(std::string(which) +
@@ -181,14 +197,18 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     return okStatus();
   };
   if (useSend) {
-    HC_RETURN_IF_ERROR(place("send", e.send, sendBytes, &op.buffers.send, &op.sendRange));
+    HC_RETURN_IF_ERROR(
+        place("send", e.send, sendBytes, &op.buffers.send, &op.sendRange, &op.sendRegion));
   }
   if (useRecv) {
     const uint8_t* recv = nullptr;
-    HC_RETURN_IF_ERROR(place("recv", e.recv, recvBytes, &recv, &op.recvRange));
+    HC_RETURN_IF_ERROR(place("recv", e.recv, recvBytes, &recv, &op.recvRange, &op.recvRegion));
     op.buffers.recv = const_cast<uint8_t*>(recv);
   }
-  if (useSend && useRecv && e.send.kind == e.recv.kind) {
+  const bool sameMemory = e.send.kind == e.recv.kind &&
+                          (e.send.kind != static_cast<uint8_t>(ipc::MemKind::Device) ||
+                           e.send.region == e.recv.region);
+  if (useSend && useRecv && sameMemory) {
     // NCCL's in-place rules: the exact in-place arrangement, or no overlap at all.
     uint64_t s = e.send.offset, r = e.recv.offset;
     bool overlap = s < r + recvBytes && r < s + sendBytes;

@@ -7,6 +7,7 @@
 //                  [--seed S] [--count C] [--seconds T] [--iters K] [--stall-after K]
 //                  [--go-file PATH] [--field count|dtype|redop|root|op|sendcount|senddtype]
 //                  [--phase group|split] [--aborter R] [--watchdog SECONDS]
+//                  [--device sim:nvidia|amd:INDEX]
 //   hc_rank_worker --new-id   prints a fresh unique id (hc_get_unique_id) as hex
 //   hc_rank_worker --probe    exits 0 when the daemon at HC_SOCKET serves a client
 #include <cstdio>
@@ -59,6 +60,7 @@ bool parseArgs(int argc, char** argv, WorkerOptions* o, hc_unique_id_t* id, int*
       {"--field", [&](const char* v) { o->field = v; }},
       {"--phase", [&](const char* v) { o->phase = v; }},
       {"--aborter", [&](const char* v) { o->aborter = std::atoi(v); }},
+      {"--device", [&](const char* v) { o->device = v; }},
       {"--watchdog", [&](const char* v) { *watchdog = std::atoi(v); }},
   };
   if (argc % 2 != 1) return false;
@@ -104,10 +106,12 @@ int main(int argc, char** argv) {
       {"badargs", hc::integ::runBadArgs}, {"demo", hc::integ::runDemo},
       {"loop", hc::integ::runLoop},       {"hang", hc::integ::runHang},
       {"idle", hc::integ::runIdle},       {"mismatch", hc::integ::runMismatch},
-      {"grid", hc::integ::runGrid}};
+      {"grid", hc::integ::runGrid},       {"deviceops", hc::integ::runDeviceOps},
+      {"streamwait", hc::integ::runStreamWait}};
   // Modes that wait on purpose (for a go file, for a stalled peer, forever) run without one.
   int watchdog = 60;
-  const std::set<std::string_view> unwatched = {"loop", "hang", "idle", "mismatch", "demo"};
+  const std::set<std::string_view> unwatched = {"loop",     "hang", "idle",
+                                                "mismatch", "demo", "streamwait"};
   // Checked before init: a rank that gives up after joining would leave its peers waiting.
   if (!parseArgs(argc, argv, &o, &id, &watchdog) || modes.count(o.mode) == 0) {
     std::fprintf(stderr, "usage: hc_rank_worker --rank R --nranks N --id HEX --mode MODE ...\n");

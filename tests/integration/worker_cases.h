@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hetero_comm/hc.h"
+#include "hetero_comm/hc_sim.h"
 #include "tests/integration/worker_values.h"
 
 namespace hc::integ {
@@ -117,9 +118,18 @@ void verifyTransfer(hc_dtype_t dtype, uint64_t count, uint64_t seed, int src, in
 
 // Runs cases on one rank of comm. Owns daemon-shared and plain heap buffers big enough for every
 // case, and the pre-multiplied-sum operators of every dtype.
+// Where a runner's buffers live: host segment memory, or a simulated device with its own stream.
+struct DeviceChoice {
+  bool sim = false;
+  hc_sim_vendor_t vendor = HC_SIM_NVIDIA;
+  int index = 0;
+};
+// "" (host) or "sim:nvidia:0" / "sim:amd:1"; false for anything else.
+bool parseDeviceChoice(const std::string& text, DeviceChoice* out);
+
 class CaseRunner {
  public:
-  CaseRunner(hc_comm_t comm, int rank, int nranks);
+  CaseRunner(hc_comm_t comm, int rank, int nranks, DeviceChoice device = {});
   ~CaseRunner();
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;
@@ -131,13 +141,17 @@ class CaseRunner {
  private:
   hc_redop_t redopFor(const Case& c);
   hc_status_t issue(const Case& c, const void* send, void* recv);
+  // Device mode: waits for the stream and reports its (or the communicator's async) error.
+  hc_status_t synchronizeStream();
   void setBufferScalar(hc_dtype_t dtype, bool valid);
 
   hc_comm_t comm_;
   int rank_;
   int nranks_;
   uint64_t bytes_ = 0;
-  uint8_t* a_ = nullptr;  // hc_mem_alloc
+  DeviceChoice device_;
+  hc_stream_t stream_ = nullptr;  // the sim stream every operation is ordered on (device mode)
+  uint8_t* a_ = nullptr;  // hc_mem_alloc, or hc_sim_malloc in device mode
   uint8_t* b_ = nullptr;
   uint8_t* scalars_ = nullptr;        // hc_mem_alloc: one 16-byte slot per dtype
   std::unique_ptr<uint8_t[]> userA_;  // plain heap memory (staging path)

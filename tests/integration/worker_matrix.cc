@@ -43,7 +43,12 @@ int runCaseList(hc_comm_t comm, const WorkerOptions& o, const std::vector<Case>&
   auto start = std::chrono::steady_clock::now();
   uint64_t maxCount = 0;
   for (const Case& c : cases) maxCount = c.count > maxCount ? c.count : maxCount;
-  CaseRunner runner(comm, o.rank, o.nranks);
+  DeviceChoice device;
+  if (!parseDeviceChoice(o.device, &device)) {
+    std::printf("error bad --device %s\n", o.device.c_str());
+    return kExitUsage;
+  }
+  CaseRunner runner(comm, o.rank, o.nranks, device);
   if (std::string error = runner.allocate(maxCount); !error.empty()) {
     std::printf("error %s\n", error.c_str());
     return kExitOpFailed;
@@ -51,6 +56,11 @@ int runCaseList(hc_comm_t comm, const WorkerOptions& o, const std::vector<Case>&
   Tally tally;
   std::map<std::pair<Coll, hc_dtype_t>, int> errorsOf;
   for (const Case& c : cases) {
+    if (device.sim && c.coll == Coll::AllToAllV) {
+      // hc_alltoallv does not take device memory yet (it says so); grouped send/recv does.
+      ++tally.skipped;
+      continue;
+    }
     int& errors = errorsOf[{c.coll, c.dtype}];
     if (errors >= kMaxErrorsPerOp) {
       ++tally.skipped;

@@ -39,6 +39,9 @@ struct WorkerOptions {
   std::string field;        // mismatch mode: count, dtype, redop, root, op, sendcount, senddtype
   std::string phase;        // abort mode: group or split (what is pending when the abort comes)
   int aborter = -1;         // abort mode: the rank that calls hc_comm_abort (default: the last)
+  // "sim:nvidia:0" / "sim:amd:1": the buffers live on that simulated device and every operation
+  // is ordered on a sim stream of it (hetero_comm/hc_sim.h); "" = host memory.
+  std::string device;
 };
 
 // Prints "<tag> status=<n> text=<last error of comm>".
@@ -75,6 +78,15 @@ int runGrid(hc_comm_t comm, const WorkerOptions& o);
 // Invalid arguments the client library or the daemon must refuse, then a verified exchange
 // showing the communicator still works.
 int runBadArgs(hc_comm_t comm, const WorkerOptions& o);
+
+// --iters (default 8) verified int32 allreduces of --count elements on simulated device memory,
+// each ordered on a sim stream; prints "op <k> status=<n> wrong=<w> text=<t>" for each and goes on
+// after a failed one (worker_device_modes.cc).
+int runDeviceOps(hc_comm_t comm, const WorkerOptions& o);
+// Rank 0 posts one stream-ordered allreduce with no request and waits on its stream; the other
+// ranks never post. Prints "posted", then "stream status=" and "result status=" (the async error)
+// once something ends the wait (a dead daemon, an abort).
+int runStreamWait(hc_comm_t comm, const WorkerOptions& o);
 
 // Waits for a request, giving up after timeoutMs (then *req is left pending): HC_TIMEOUT.
 hc_status_t waitFor(hc_request_t* req, int timeoutMs);

@@ -13,15 +13,41 @@ constexpr size_t kScalarSlot = 16;
 
 }  // namespace
 
-CaseRunner::CaseRunner(hc_comm_t comm, int rank, int nranks)
-    : comm_(comm), rank_(rank), nranks_(nranks) {}
+bool parseDeviceChoice(const std::string& text, DeviceChoice* out) {
+  *out = DeviceChoice{};
+  if (text.empty()) return true;
+  const std::string nvidia = "sim:nvidia:", amd = "sim:amd:";
+  std::string index;
+  if (text.rfind(nvidia, 0) == 0) {
+    out->vendor = HC_SIM_NVIDIA;
+    index = text.substr(nvidia.size());
+  } else if (text.rfind(amd, 0) == 0) {
+    out->vendor = HC_SIM_AMD;
+    index = text.substr(amd.size());
+  } else {
+    return false;
+  }
+  if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) return false;
+  out->sim = true;
+  out->index = std::stoi(index);
+  return true;
+}
+
+CaseRunner::CaseRunner(hc_comm_t comm, int rank, int nranks, DeviceChoice device)
+    : comm_(comm), rank_(rank), nranks_(nranks), device_(device) {}
 
 CaseRunner::~CaseRunner() {
   for (auto& [dtype, op] : premulOps_) (void)hc_redop_destroy(op, comm_);
   for (auto& [dtype, op] : premulBufferOps_) (void)hc_redop_destroy(op, comm_);
   (void)hc_mem_free(scalars_);
-  (void)hc_mem_free(a_);
-  (void)hc_mem_free(b_);
+  if (device_.sim) {
+    if (stream_ != nullptr) (void)hc_sim_stream_destroy(stream_);
+    (void)hc_sim_free(a_);
+    (void)hc_sim_free(b_);
+  } else {
+    (void)hc_mem_free(a_);
+    (void)hc_mem_free(b_);
+  }
 }
 
 std::string CaseRunner::allocate(uint64_t maxCount) {
@@ -30,9 +56,17 @@ std::string CaseRunner::allocate(uint64_t maxCount) {
   void* a = nullptr;
   void* b = nullptr;
   void* s = nullptr;
-  if (hc_mem_alloc(&a, bytes_) != HC_OK || hc_mem_alloc(&b, bytes_) != HC_OK ||
-      hc_mem_alloc(&s, 4096) != HC_OK) {
+  if (device_.sim) {
+    if (hc_sim_malloc(&a, bytes_, device_.vendor, device_.index) != HC_OK ||
+        hc_sim_malloc(&b, bytes_, device_.vendor, device_.index) != HC_OK ||
+        hc_sim_stream_create(&stream_, device_.vendor, device_.index) != HC_OK) {
+      return "hc_sim_malloc(" + std::to_string(bytes_) + "): " + hc_get_last_error(nullptr);
+    }
+  } else if (hc_mem_alloc(&a, bytes_) != HC_OK || hc_mem_alloc(&b, bytes_) != HC_OK) {
     return "hc_mem_alloc(" + std::to_string(bytes_) + "): " + hc_get_last_error(nullptr);
+  }
+  if (hc_mem_alloc(&s, 4096) != HC_OK) {
+    return "hc_mem_alloc(4096): " + std::string(hc_get_last_error(nullptr));
   }
   a_ = static_cast<uint8_t*>(a);
   b_ = static_cast<uint8_t*>(b);
@@ -103,34 +137,34 @@ hc_status_t CaseRunner::issue(const Case& c, const void* send, void* recv) {
   const hc_redop_t op = isReduction(c.coll) ? redopFor(c) : HC_SUM;
   switch (c.coll) {
     case Coll::AllReduce:
-      rc = hc_allreduce(send, recv, c.count, c.dtype, op, comm_, nullptr, &req);
+      rc = hc_allreduce(send, recv, c.count, c.dtype, op, comm_, stream_, &req);
       break;
     case Coll::Broadcast:
-      rc = hc_broadcast(send, recv, c.count, c.dtype, c.root, comm_, nullptr, &req);
+      rc = hc_broadcast(send, recv, c.count, c.dtype, c.root, comm_, stream_, &req);
       break;
     case Coll::Reduce:
-      rc = hc_reduce(send, recv, c.count, c.dtype, op, c.root, comm_, nullptr, &req);
+      rc = hc_reduce(send, recv, c.count, c.dtype, op, c.root, comm_, stream_, &req);
       break;
     case Coll::AllGather:
-      rc = hc_allgather(send, recv, c.count, c.dtype, comm_, nullptr, &req);
+      rc = hc_allgather(send, recv, c.count, c.dtype, comm_, stream_, &req);
       break;
     case Coll::ReduceScatter:
-      rc = hc_reduce_scatter(send, recv, c.count, c.dtype, op, comm_, nullptr, &req);
+      rc = hc_reduce_scatter(send, recv, c.count, c.dtype, op, comm_, stream_, &req);
       break;
     case Coll::AllToAll:
-      rc = hc_alltoall(send, recv, c.count, c.dtype, comm_, nullptr, &req);
+      rc = hc_alltoall(send, recv, c.count, c.dtype, comm_, stream_, &req);
       break;
     case Coll::AllToAllV: {
       AllToAllVLayout l = alltoallvLayout(c, rank_, nranks_);
       rc = hc_alltoallv(send, l.sendCounts.data(), l.sendDispls.data(), recv, l.recvCounts.data(),
-                        l.recvDispls.data(), c.dtype, comm_, nullptr, &req);
+                        l.recvDispls.data(), c.dtype, comm_, stream_, &req);
       break;
     }
     case Coll::Gather:
-      rc = hc_gather(send, recv, c.count, c.dtype, c.root, comm_, nullptr, &req);
+      rc = hc_gather(send, recv, c.count, c.dtype, c.root, comm_, stream_, &req);
       break;
     case Coll::Scatter:
-      rc = hc_scatter(send, recv, c.count, c.dtype, c.root, comm_, nullptr, &req);
+      rc = hc_scatter(send, recv, c.count, c.dtype, c.root, comm_, stream_, &req);
       break;
     case Coll::SendRecv: {
       // Even ranks post the send first and odd ranks the receive: a group must not care.
@@ -140,26 +174,39 @@ hc_status_t CaseRunner::issue(const Case& c, const void* send, void* recv) {
       if ((rc = hc_group_start()) != HC_OK) return rc;
       hc_status_t first, second;
       if (rank_ % 2 == 0) {
-        first = hc_send(send, c.count, c.dtype, next, comm_, nullptr, &sendReq);
-        second = hc_recv(recv, c.count, c.dtype, prev, comm_, nullptr, &req);
+        first = hc_send(send, c.count, c.dtype, next, comm_, stream_, &sendReq);
+        second = hc_recv(recv, c.count, c.dtype, prev, comm_, stream_, &req);
       } else {
-        first = hc_recv(recv, c.count, c.dtype, prev, comm_, nullptr, &req);
-        second = hc_send(send, c.count, c.dtype, next, comm_, nullptr, &sendReq);
+        first = hc_recv(recv, c.count, c.dtype, prev, comm_, stream_, &req);
+        second = hc_send(send, c.count, c.dtype, next, comm_, stream_, &sendReq);
       }
       rc = hc_group_end();
       if (first != HC_OK) return first;
       if (second != HC_OK) return second;
       if (rc != HC_OK) return rc;
+      if (hc_status_t sync = synchronizeStream(); sync != HC_OK) return sync;
       hc_status_t sendRc = hc_wait(&sendReq);
       hc_status_t recvRc = hc_wait(&req);
       return sendRc != HC_OK ? sendRc : recvRc;
     }
     case Coll::Barrier:
-      rc = hc_barrier(comm_, nullptr, &req);
+      rc = hc_barrier(comm_, stream_, &req);
       break;
   }
   if (rc != HC_OK) return rc;
+  if (hc_status_t sync = synchronizeStream(); sync != HC_OK) return sync;
   return hc_wait(&req);
+}
+
+hc_status_t CaseRunner::synchronizeStream() {
+  // The stream reaches the end of the operation only after the daemon set its done flag: the
+  // results are in device memory when this returns, before hc_wait takes the completion.
+  if (stream_ == nullptr) return HC_OK;
+  hc_status_t rc = hc_sim_stream_synchronize(stream_);
+  if (rc != HC_OK) return rc;
+  hc_status_t async = HC_OK;
+  if (hc_comm_get_async_error(comm_, &async) != HC_OK) return HC_INTERNAL;
+  return async;
 }
 
 CaseResult CaseRunner::run(const Case& c) {

@@ -166,7 +166,7 @@ TEST(FrameTest, RejectsEmptyAndShorterThanHeader) {
 }
 
 TEST(FrameTest, RejectsUnknownTypes) {
-  for (uint16_t type : {uint16_t(0), uint16_t(15), uint16_t(100), uint16_t(0xffff)}) {
+  for (uint16_t type : {uint16_t(0), uint16_t(19), uint16_t(100), uint16_t(0xffff)}) {
     Bytes b = toBytes(makeFrame<MemAllocFrame>(FrameType::MemAlloc, 1));
     FrameHeader h = headerOf(b);
     h.type = type;

@@ -28,7 +28,7 @@ class CommunicatorTest : public ::testing::Test {
       peers_.emplace_back(sv[1]);
       auto s = std::make_shared<Session>(r + 1, UniqueFd(sv[0]), PeerIdentity{});
       auto hello = ipc::makeFrame<ipc::HelloFrame>(ipc::FrameType::Hello, 1);
-      ASSERT_TRUE(s->handleFrame(ipc::frameBytes(hello), 0, 1 << 20, 1 << 20, 64).isOk());
+      ASSERT_TRUE(s->handleFrame(ipc::frameBytes(hello), {}, 1 << 20, 1 << 20, 64).isOk());
       ASSERT_TRUE(receiveMessage(sv[1], ipc::kMaxFrameBytes, true).isOk());
       sessions_.push_back(s);
     }

@@ -107,7 +107,7 @@ TEST(StagedMatchTest, InPlaceOperandSharesOneCopyAndOnlyTheReceiveGoesBack) {
   std::vector<coll::RankBuffers> bufs(1);
   StagingPool pool;
   StagedMatch staged;
-  ASSERT_TRUE(staged.stageIn(ops, bufs, &pool).isOk());
+  ASSERT_TRUE(staged.stageIn(ops, bufs, &pool, nullptr).isOk());
   ASSERT_EQ(bufs[0].send, bufs[0].recv + block) << "the layout of the client is kept";
   for (size_t i = 0; i < block; ++i) ASSERT_EQ(bufs[0].send[i], (block + i) % 251);
   std::memset(bufs[0].recv, 0xAB, block);  // "rank 0's block arrives"
@@ -130,7 +130,7 @@ TEST(StagedMatchTest, SendOnlyCopyNeverLandsOnAnAdjacentReceiveRange) {
   std::vector<coll::RankBuffers> bufs(1);
   StagingPool pool;
   StagedMatch staged;
-  ASSERT_TRUE(staged.stageIn(ops, bufs, &pool).isOk());
+  ASSERT_TRUE(staged.stageIn(ops, bufs, &pool, nullptr).isOk());
   ASSERT_NE(bufs[0].send + 100, bufs[0].recv) << "disjoint ranges get separate copies";
   std::memset(bufs[0].recv, 9, 100);
   std::memset(const_cast<uint8_t*>(bufs[0].send), 5, 100);  // the op may scribble on it

@@ -20,7 +20,7 @@ class ValidateTest : public ::testing::Test {
     peer_.reset(sv[1]);
     session_ = std::make_shared<Session>(1, UniqueFd(sv[0]), PeerIdentity{});
     auto hello = ipc::makeFrame<ipc::HelloFrame>(ipc::FrameType::Hello, 1);
-    ASSERT_TRUE(session_->handleFrame(ipc::frameBytes(hello), 0, 8 << 20, 64 << 20, 16).isOk());
+    ASSERT_TRUE(session_->handleFrame(ipc::frameBytes(hello), {}, 8 << 20, 64 << 20, 16).isOk());
     auto welcome = receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true);
     ASSERT_TRUE(welcome.isOk());
     ASSERT_EQ(welcome->fds.size(), 2u);
@@ -30,7 +30,7 @@ class ValidateTest : public ::testing::Test {
   uint64_t alloc(uint64_t bytes) {
     auto f = ipc::makeFrame<ipc::MemAllocFrame>(ipc::FrameType::MemAlloc, 2);
     f.bytes = bytes;
-    EXPECT_TRUE(session_->handleFrame(ipc::frameBytes(f), 0, 0, 0, 0).isOk());
+    EXPECT_TRUE(session_->handleFrame(ipc::frameBytes(f), {}, 0, 0, 0).isOk());
     auto reply = receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true);
     EXPECT_TRUE(reply.isOk());
     return ipc::frameAs<ipc::MemAllocReplyFrame>(reply->bytes).offset;

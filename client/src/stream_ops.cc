@@ -1,0 +1,111 @@
+#include "client/src/stream_ops.h"
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "client/src/comm_state.h"
+#include "client/src/submit.h"
+
+namespace hc::client {
+namespace {
+
+// What the stream's host functions share; freed by the last one.
+struct StreamOp {
+  Submission sub;
+  RequestPtr request;
+  DoneSlot slot;
+  Connection* conn = nullptr;
+  std::atomic<bool> cancelled{false};  // the later steps could not be enqueued
+};
+
+void submitFromStream(void* arg) {
+  auto* op = static_cast<StreamOp*>(arg);
+  if (op->cancelled.load()) return;
+  std::vector<Submission> one;
+  one.push_back(std::move(op->sub));
+  one.front().stream = nullptr;  // submitted here, in stream order: not the group path
+  // A failure finishes the request, which sets the flag the stream waits on next.
+  (void)submitNow(one);
+}
+
+void finishFromStream(void* arg) {
+  std::unique_ptr<StreamOp> op(static_cast<StreamOp*>(arg));
+  // The flag is set, so the completion is in the ring or the request already failed locally.
+  RequestPtr r = op->request;
+  (void)op->conn->waitUntil([&r] { return r->done.load(std::memory_order_acquire); }, nullptr);
+  op->conn->doneFlags().release(op->slot);
+}
+
+Status attachFlag(Submission& sub, DoneSlot* slot) {
+  auto acquired = sub.comm->conn->doneFlags().acquire(sub.runtime);
+  if (!acquired.isOk()) return acquired.status();
+  *slot = *acquired;
+  sub.entry.doneFlag = slot->offset;
+  sub.request->doneFlag = slot->flag;
+  return okStatus();
+}
+
+}  // namespace
+
+Status submitOnStream(Submission sub) {
+  DeviceRuntime* rt = sub.runtime;
+  void* stream = sub.stream;
+  auto op = std::make_unique<StreamOp>();
+  op->conn = sub.comm->conn;
+  op->request = sub.request;
+  Status s = attachFlag(sub, &op->slot);
+  if (!s.isOk()) {
+    finishRequest(sub.request, s, {}, FailureSeenBy::Caller);
+    return s;
+  }
+  op->sub = std::move(sub);
+  StreamOp* raw = op.get();
+  s = rt->launchHostFunc(stream, submitFromStream, raw);
+  if (!s.isOk()) {
+    finishRequest(raw->request, s, {}, FailureSeenBy::Caller);
+    raw->conn->doneFlags().release(raw->slot);
+    return s;
+  }
+  Status later = rt->waitValue32(stream, &raw->slot.flag->value, 1);
+  if (later.isOk()) later = rt->launchHostFunc(stream, finishFromStream, raw);
+  if (!later.isOk()) {
+    // The submit step is queued and owns nothing once cancelled; the flag stays out of the pool.
+    raw->cancelled.store(true);
+    finishRequest(raw->request, later, {}, FailureSeenBy::Caller);
+    op.release();
+    return later;
+  }
+  op.release();  // finishFromStream frees it
+  return okStatus();
+}
+
+Status prepareGroupStreams(std::vector<Submission>& subs) {
+  std::set<std::pair<DeviceRuntime*, void*>> waited;
+  for (Submission& sub : subs) {
+    if (sub.stream == nullptr) continue;
+    if (waited.insert({sub.runtime, sub.stream}).second) {
+      HC_RETURN_IF_ERROR(sub.runtime->synchronize(sub.stream));
+    }
+    DoneSlot slot;
+    HC_RETURN_IF_ERROR(attachFlag(sub, &slot));
+  }
+  return okStatus();
+}
+
+void orderGroupStreams(std::vector<Submission>& subs) {
+  for (Submission& sub : subs) {
+    if (sub.stream == nullptr) continue;
+    auto op = std::make_unique<StreamOp>();
+    op->conn = sub.comm->conn;
+    op->request = sub.request;
+    op->slot = {sub.request->doneFlag, sub.entry.doneFlag};
+    Status s = sub.runtime->waitValue32(sub.stream, &op->slot.flag->value, 1);
+    if (s.isOk()) s = sub.runtime->launchHostFunc(sub.stream, finishFromStream, op.get());
+    // Without its steps the stream does not wait for the operation; the request still reports it.
+    if (s.isOk()) op.release();
+  }
+}
+
+}  // namespace hc::client

@@ -1,0 +1,122 @@
+#include "daemon/session/device_regions.h"
+
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+namespace hc::session {
+namespace {
+
+Result<device::MemoryType> memoryType(uint8_t wire) {
+  switch (static_cast<ipc::DeviceMemory>(wire)) {
+    case ipc::DeviceMemory::Sim: return device::MemoryType::Sim;
+    case ipc::DeviceMemory::Cuda: return device::MemoryType::Cuda;
+    case ipc::DeviceMemory::Hip: return device::MemoryType::Hip;
+  }
+  return invalidArgument("unknown device memory type " + std::to_string(wire));
+}
+
+Result<device::Vendor> vendor(uint8_t wire) {
+  switch (static_cast<ipc::DeviceVendor>(wire)) {
+    case ipc::DeviceVendor::Nvidia: return device::Vendor::Nvidia;
+    case ipc::DeviceVendor::Amd: return device::Vendor::Amd;
+  }
+  return invalidArgument("unknown device vendor " + std::to_string(wire));
+}
+
+// The backend a device must have to take memory of `type`.
+const char* backendFor(device::MemoryType type) {
+  switch (type) {
+    case device::MemoryType::Sim: return "sim";
+    case device::MemoryType::Cuda: return "cuda";
+    case device::MemoryType::Hip: return "hip";
+    case device::MemoryType::Host: return "host";
+  }
+  return "?";
+}
+
+}  // namespace
+
+DeviceRegion::DeviceRegion(device::Device* device, device::ImportedBuffer buffer, uint32_t id,
+                           uint64_t allocationId)
+    : device_(device), buffer_(buffer), id_(id), allocationId_(allocationId) {}
+
+DeviceRegion::~DeviceRegion() {
+  // Every op that used the region synchronized its copies before it completed, so nothing is
+  // pending on the mapping here.
+  if (Status s = device_->releaseBuffer(buffer_); !s.isOk()) {
+    spdlog::warn("{}: release failed: {}", describe(), s.message());
+  }
+}
+
+std::string DeviceRegion::describe() const {
+  const device::DeviceInfo& info = device_->info();
+  return info.backend + " " + device::vendorName(info.vendor) + ":" + std::to_string(info.index) +
+         " region " + std::to_string(id_) + " (allocation " + std::to_string(allocationId_) + ")";
+}
+
+Result<uint32_t> DeviceRegions::add(const ipc::MemRegisterFrame& request, int fd,
+                                    const device::DeviceRegistry& registry) {
+  if (regions_.size() >= kMaxRegions) {
+    return Status{Code::NoResource, "more than " + std::to_string(kMaxRegions) +
+                                        " device allocations registered by one client"};
+  }
+  auto type = memoryType(request.memoryType);
+  if (!type.isOk()) return type.status();
+  auto v = vendor(request.vendor);
+  if (!v.isOk()) return v.status();
+  auto dev = registry.find(*v, request.device);
+  if (!dev.isOk()) return dev.status();
+  const device::DeviceInfo& info = (*dev)->info();
+  if (info.backend != backendFor(*type)) {
+    return invalidArgument(std::string("device ") + device::vendorName(*v) + ":" +
+                           std::to_string(request.device) + " is a " + info.backend +
+                           " device; the allocation is " + backendFor(*type) + " memory");
+  }
+  if (request.bytes == 0) return invalidArgument("device allocation of 0 bytes");
+  const auto kind = static_cast<ipc::HandleKind>(request.handleKind);
+  if (kind != ipc::HandleKind::LegacyIpc && kind != ipc::HandleKind::Fd) {
+    return invalidArgument("unknown handle kind " + std::to_string(request.handleKind));
+  }
+  if ((kind == ipc::HandleKind::Fd) != (fd >= 0)) {
+    return invalidArgument(kind == ipc::HandleKind::Fd
+                               ? "an fd handle came without a descriptor"
+                               : "a legacy IPC handle came with a descriptor");
+  }
+  device::BufferHandle handle;
+  handle.type = *type;
+  handle.size = request.bytes;
+  handle.fd = fd;
+  if (kind == ipc::HandleKind::LegacyIpc) {
+    handle.bytes.assign(request.handle, request.handle + ipc::kDeviceHandleBytes);
+  }
+  auto imported = (*dev)->importBuffer(handle);
+  if (!imported.isOk()) return imported.status();
+  if (imported->size < request.bytes) {
+    // The device maps what the handle really holds; a client claiming more would make the
+    // daemon's bounds checks trust bytes that are not there.
+    device::ImportedBuffer b = *imported;
+    [[maybe_unused]] Status s = (*dev)->releaseBuffer(b);
+    return invalidArgument("the allocation holds " + std::to_string(imported->size) +
+                           " bytes, not the " + std::to_string(request.bytes) + " claimed");
+  }
+  imported->size = request.bytes;
+  while (nextId_ == 0 || regions_.count(nextId_) != 0) ++nextId_;
+  const uint32_t id = nextId_++;
+  regions_[id] = std::make_shared<DeviceRegion>(*dev, *imported, id, request.allocationId);
+  return id;
+}
+
+Status DeviceRegions::remove(uint32_t id) {
+  if (regions_.erase(id) == 0) {
+    return notFound("device region " + std::to_string(id) + " is not registered");
+  }
+  return okStatus();
+}
+
+DeviceRegionPtr DeviceRegions::find(uint32_t id) const {
+  auto it = regions_.find(id);
+  return it == regions_.end() ? nullptr : it->second;
+}
+
+}  // namespace hc::session

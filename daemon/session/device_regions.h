@@ -1,0 +1,68 @@
+// DeviceRegions: the device allocations one client registered (MemRegister), each mapped once into
+// its device and named by a region id that means something only on this client's connection.
+// Handles are untrusted input: the kind must match the device it names, the device checks the
+// size against what the mapping really has, and a region is never visible to another client.
+// A region lives while the client keeps it registered or an op still uses it (shared ownership):
+// unregistering during an op unmaps after the op ends.
+// Runs on the IPC thread. Depends on hc_device and hc_common.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/ipc/protocol.h"
+#include "common/status.h"
+#include "daemon/device/registry.h"
+
+namespace hc::session {
+
+class DeviceRegion {
+ public:
+  DeviceRegion(device::Device* device, device::ImportedBuffer buffer, uint32_t id,
+               uint64_t allocationId);
+  ~DeviceRegion();  // releases the import
+  DeviceRegion(const DeviceRegion&) = delete;
+  DeviceRegion& operator=(const DeviceRegion&) = delete;
+
+  device::Device* device() const { return device_; }
+  uint8_t* data() const { return static_cast<uint8_t*>(buffer_.ptr); }
+  uint64_t bytes() const { return buffer_.size; }
+  uint32_t id() const { return id_; }
+  // "sim nvidia:1 region 3", for error texts.
+  std::string describe() const;
+
+ private:
+  device::Device* device_;
+  device::ImportedBuffer buffer_;
+  uint32_t id_;
+  uint64_t allocationId_;
+};
+
+using DeviceRegionPtr = std::shared_ptr<DeviceRegion>;
+
+class DeviceRegions {
+ public:
+  // Enough for every allocation of a large training job's caching allocator; bounds what one
+  // client can make the daemon map.
+  static constexpr size_t kMaxRegions = 65536;
+
+  // Maps the allocation the frame describes (fd: the descriptor that came with it, or -1) and
+  // returns its region id. InvalidArgument for an unknown memory type or vendor, a device this
+  // node does not have, a handle kind the device does not take, a missing fd; the device's own
+  // error when the import fails (a size that does not match the allocation, missing seals).
+  [[nodiscard]] Result<uint32_t> add(const ipc::MemRegisterFrame& request, int fd,
+                                     const device::DeviceRegistry& registry);
+  // NotFound for a region this client does not have.
+  [[nodiscard]] Status remove(uint32_t id);
+  // Null when this client has no such region.
+  DeviceRegionPtr find(uint32_t id) const;
+  size_t size() const { return regions_.size(); }
+
+ private:
+  std::map<uint32_t, DeviceRegionPtr> regions_;
+  uint32_t nextId_ = 1;
+};
+
+}  // namespace hc::session

@@ -1,0 +1,167 @@
+// Jobs whose ranks' buffers live on simulated devices (hetero_comm/hc_sim.h) of different
+// vendors, on daemons that each have their own sim devices ([devices.sim]), with every operation
+// ordered on a sim stream: the device data path (staging through host memory in chunks), the
+// stream-ordering protocol (done flags), injected device faults, and parties that die while a
+// stream waits. Daemons talk over UCX tcp,self, as on separate nodes (multi_daemon.h).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/integration/multi_daemon.h"
+
+namespace hc::integ {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> simDevices(int nvidia, int amd) {
+  return {"--set", "devices.sim.nvidia=" + std::to_string(nvidia), "--set",
+          "devices.sim.amd=" + std::to_string(amd)};
+}
+
+std::vector<std::string> deviceArg(const std::string& device) { return {"--device", device}; }
+
+void stopAll(DaemonCluster& cluster) {
+  for (int d = 0; d < cluster.size(); ++d) {
+    EXPECT_EQ(cluster.daemon(d).stop(), 0) << "daemon " << d << "\n" << cluster.logTails();
+  }
+}
+
+// Node A has two NVIDIA devices, node B two AMD devices, node C one of each (a workstation). Ranks
+// sit on A's second NVIDIA device, B's second AMD device, and both of C's: node C reduces across
+// vendors locally, and every hop between nodes joins memory of different vendors. Every op x
+// dtype x redop x count of the matrix, in place and out of place, against independently computed
+// results (worker_cases.cc). Four ranks: the seeded narrow-float data is exact at every hop for up
+// to four ranks (worker_values.h); beyond that the per-hop rounding of fp8 sums across nodes
+// differs from a single rounding by design (DESIGN.md, "Numerics").
+TEST(DeviceJobTest, MixedVendorJobOverThreeNodesMatchesTheReferenceForTheWholeMatrix) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 3;
+  options.perDaemonArgs = [](int d) {
+    return d == 0 ? simDevices(2, 0) : d == 1 ? simDevices(0, 2) : simDevices(1, 1);
+  };
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  const std::vector<std::string> devices = {"sim:nvidia:1", "sim:amd:1", "sim:nvidia:0",
+                                            "sim:amd:0"};
+  auto job = ClusterJob::start(*cluster, "mixed", {0, 1, 2, 2},
+                               {"--mode", "matrix", "--seed", "11", "--watchdog", "150"}, &error,
+                               [&](int rank) { return deviceArg(devices[rank]); });
+  ASSERT_NE(job, nullptr) << error;
+  expectClusterJobSucceeds(*job, *cluster, seconds(170));
+  job.reset();
+  stopAll(*cluster);
+}
+
+// Slow copy engines (latency per copy, limited bandwidth) and a staging chunk that divides none
+// of the messages: the grid's counts up to 1Mi+3 elements come out exact on both nodes.
+TEST(DeviceJobTest, StagingUnderInjectedLatencyWithChunksThatDoNotDivideTheMessage) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 2;
+  options.daemonArgs = {"--set", "devices.sim.latency_us=150", "--set", "devices.sim.copy_gbps=4",
+                        "--set", "devices.staging_chunk_bytes=100003"};
+  options.perDaemonArgs = [](int d) { return d == 0 ? simDevices(1, 0) : simDevices(0, 1); };
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  const std::vector<std::string> devices = {"sim:nvidia:0", "sim:amd:0"};
+  auto job = ClusterJob::start(*cluster, "latency", {0, 1},
+                               {"--mode", "grid", "--seed", "5", "--watchdog", "150"}, &error,
+                               [&](int rank) { return deviceArg(devices[rank]); });
+  ASSERT_NE(job, nullptr) << error;
+  expectClusterJobSucceeds(*job, *cluster, seconds(170));
+  job.reset();
+  stopAll(*cluster);
+}
+
+// The 5th copy on node B's device fails (devices.sim.fail_copy_at): with two copies per
+// out-of-place allreduce, that is op 2's copy in. Every rank, on both nodes, gets a DeviceError
+// for op 2 naming the node whose copy failed; nothing hangs; later ops fail at once (the
+// communicator is failed, as NCCL's is after an error); and the daemons serve a new job.
+TEST(DeviceJobTest, InjectedCopyFaultFailsThatOpOnEveryRankAndNothingHangs) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 2;
+  options.perDaemonArgs = [](int d) {
+    std::vector<std::string> args = simDevices(1, 1);
+    if (d == 1) args.insert(args.end(), {"--set", "devices.sim.fail_copy_at=5"});
+    return args;
+  };
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  const std::vector<std::string> devices = {"sim:nvidia:0", "sim:amd:0", "sim:nvidia:0"};
+  auto job = ClusterJob::start(*cluster, "fault", {0, 0, 1},
+                               {"--mode", "deviceops", "--count", "1000", "--iters", "5"}, &error,
+                               [&](int rank) { return deviceArg(devices[rank]); });
+  ASSERT_NE(job, nullptr) << error;
+  ASSERT_TRUE(job->waitAll(seconds(60))) << job->report() << cluster->logTails();
+  for (int i = 0; i < job->size(); ++i) {
+    SCOPED_TRACE("rank " + std::to_string(job->spec(i).rank));
+    const std::string out = job->proc(i).output();
+    EXPECT_NE(out.find("op 0 status=0 "), std::string::npos) << out;
+    EXPECT_NE(out.find("op 1 status=0 "), std::string::npos) << out;
+    EXPECT_NE(out.find("op 2 status=9 "), std::string::npos) << out;  // HC_DEVICE_ERROR
+    EXPECT_NE(out.find("on the daemon of ranks 2"), std::string::npos) << out;
+    EXPECT_EQ(out.find("op 3 status=0 "), std::string::npos) << out;
+    EXPECT_NE(out.find("op 4 status="), std::string::npos) << out;
+    EXPECT_NE(out.find("#wrong 0"), std::string::npos) << out;
+  }
+  // The node whose copy failed says which copy it was.
+  EXPECT_NE(job->proc(2).output().find("copy on sim nvidia:0 failed"), std::string::npos)
+      << job->proc(2).output();
+  job.reset();
+
+  auto again = ClusterJob::start(*cluster, "after-fault", {0, 1},
+                                 {"--mode", "deviceops", "--count", "4099", "--iters", "3"}, &error,
+                                 [&](int rank) { return deviceArg(devices[rank]); });
+  ASSERT_NE(again, nullptr) << error;
+  expectClusterJobSucceeds(*again, *cluster, seconds(60));
+  again.reset();
+  stopAll(*cluster);
+}
+
+// Rank 0's stream waits on an allreduce that rank 1 never joins; then a daemon dies. The stream
+// must be released (the client sets the done flag itself when its own daemon is gone; the
+// surviving daemon sets it when a peer daemon is) and the error must reach the communicator's
+// asynchronous error, within seconds.
+void expectStreamReleasedWhenADaemonDies(int victim) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 2;
+  options.perDaemonArgs = [](int) { return simDevices(1, 0); };
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  auto job = ClusterJob::start(*cluster, "streamwait", {0, 1},
+                               {"--mode", "streamwait", "--count", "1024"}, &error,
+                               [](int) { return deviceArg("sim:nvidia:0"); });
+  ASSERT_NE(job, nullptr) << error;
+  ASSERT_TRUE(job->proc(0).waitForOutput("posted status=0", seconds(30))) << job->report();
+  ASSERT_TRUE(job->proc(1).waitForOutput("idle", seconds(30))) << job->report();
+  EXPECT_FALSE(job->proc(0).waitForOutput("stream status=", milliseconds(500)))
+      << "the stream must wait while rank 1 has not posted\n" << job->report();
+  const auto killedAt = Clock::now();
+  cluster->daemon(victim).kill9();
+  ASSERT_TRUE(job->proc(0).waitForOutput("result status=", seconds(10)))
+      << job->report() << cluster->logTails();
+  const auto tookMs =
+      std::chrono::duration_cast<milliseconds>(Clock::now() - killedAt).count();
+  EXPECT_LT(tookMs, 6000);
+  const std::string out = job->proc(0).output();
+  EXPECT_EQ(out.find("result status=0"), std::string::npos) << out;
+  if (victim == 0) EXPECT_NE(out.find("result status=6"), std::string::npos) << out;
+}
+
+TEST(DeviceStreamTest, StreamWaitingOnAnOpIsReleasedWhenItsOwnDaemonDies) {
+  expectStreamReleasedWhenADaemonDies(0);
+}
+
+TEST(DeviceStreamTest, StreamWaitingOnAnOpIsReleasedWhenThePeerDaemonDies) {
+  expectStreamReleasedWhenADaemonDies(1);
+}
+
+}  // namespace
+}  // namespace hc::integ
