@@ -1,6 +1,6 @@
 // hc::device::Device: what the daemon asks of a node's memory and compute, whatever the vendor.
-// This header holds the interface and its plain value types; implementations live in host/
-// (today), and sim/, cuda/, hip/ (coming), each behind this interface.
+// This header holds the interface and its plain value types; implementations live in host/,
+// sim/, cuda/ and hip/, each behind this interface.
 // Depends on hc_common only: coll/ and session/ use devices, never the other way round, so the
 // reduction math reaches a device as a kernel it was given (see host/host_device.h), and vendor
 // APIs stay inside their own folder.

@@ -1,6 +1,6 @@
-// DeviceRegistry: the devices of this node, built once at startup (today: the host device;
-// discovery adds sim, CUDA and HIP devices as those backends land) and read by sessions, coll
-// and the control plane (`hcctl devices`).
+// DeviceRegistry: the devices of this node, built once at startup (the host device, the sim
+// devices of [devices.sim], and the CUDA and HIP GPUs whose drivers answer: server/devices.cc)
+// and read by sessions, coll and the control plane (`hcctl devices`).
 // Depends on device.h and hc_common only.
 #pragma once
 

@@ -4,7 +4,9 @@
 // stream-ordering protocol (done flags), injected device faults, and parties that die while a
 // stream waits. Daemons talk over UCX tcp,self, as on separate nodes (multi_daemon.h).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -161,6 +163,39 @@ TEST(DeviceStreamTest, StreamWaitingOnAnOpIsReleasedWhenItsOwnDaemonDies) {
 
 TEST(DeviceStreamTest, StreamWaitingOnAnOpIsReleasedWhenThePeerDaemonDies) {
   expectStreamReleasedWhenADaemonDies(1);
+}
+
+// A node with the CUDA toolkit's driver stub as libcuda.so.1 (every call answers
+// CUDA_ERROR_STUB_LIBRARY): the daemon reports CUDA unavailable and why, and serves its sim
+// devices as before. (No libcuda.so.1 at all is the case of every other test on this machine.)
+TEST(DeviceDriverTest, CudaDriverStubIsReportedUnavailableAndSimMemoryStillServed) {
+  const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (!std::filesystem::exists(stub)) GTEST_SKIP() << "no CUDA toolkit stub at " << stub;
+  std::string error;
+  char dirTemplate[] = "/tmp/hc-cuda-stub-XXXXXX";
+  ASSERT_NE(::mkdtemp(dirTemplate), nullptr);
+  const std::string dir = dirTemplate;
+  std::filesystem::create_symlink(stub, dir + "/libcuda.so.1");
+  ClusterOptions options;
+  options.daemons = 1;
+  options.daemonArgs = simDevices(1, 1);
+  options.commandPrefix = [&](int) {
+    return std::vector<std::string>{"/usr/bin/env", "LD_LIBRARY_PATH=" + dir};
+  };
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  const std::string log = cluster->daemon(0).log();
+  EXPECT_NE(log.find("CUDA unavailable"), std::string::npos) << log;
+  EXPECT_NE(log.find("STUB"), std::string::npos) << log;
+  const std::vector<std::string> devices = {"sim:nvidia:0", "sim:amd:0"};
+  auto job = ClusterJob::start(*cluster, "stub", {0, 0},
+                               {"--mode", "deviceops", "--count", "5000", "--iters", "3"}, &error,
+                               [&](int rank) { return deviceArg(devices[rank]); });
+  ASSERT_NE(job, nullptr) << error;
+  expectClusterJobSucceeds(*job, *cluster, seconds(60));
+  job.reset();
+  stopAll(*cluster);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

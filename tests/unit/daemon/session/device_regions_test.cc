@@ -1,0 +1,192 @@
+// Device memory in a session, against a real Session (socketpair + Hello) and real simulated
+// devices: MemRegister checks (vendor, device, backend, fd, size), regions bound to the client,
+// buffer references bounded by their region, and the staging copies through DeviceCopier.
+#include "daemon/session/device_regions.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/ipc/frames.h"
+#include "common/seqpacket.h"
+#include "common/simdev/sim_allocation.h"
+#include "daemon/device/sim/sim_node.h"
+#include "daemon/session/client_staging.h"
+#include "daemon/session/validate.h"
+
+namespace hc::session {
+namespace {
+
+constexpr uint64_t kBytes = 1 << 16;
+
+class DeviceRegionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    device::SimNodeOptions sim;
+    sim.nvidia = 1;
+    sim.amd = 1;
+    ASSERT_TRUE(device::addSimDevices(registry_, sim, nullptr).isOk());
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    peer_.reset(sv[1]);
+    session_ = std::make_shared<Session>(1, UniqueFd(sv[0]), PeerIdentity{});
+    session_->setDevices(&registry_);
+    auto hello = ipc::makeFrame<ipc::HelloFrame>(ipc::FrameType::Hello, 1);
+    ASSERT_TRUE(session_->handleFrame(ipc::frameBytes(hello), {}, 8 << 20, 64 << 20, 16).isOk());
+    ASSERT_TRUE(receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true).isOk());
+    auto a = simdev::SimAllocation::create(kBytes, "test");
+    ASSERT_TRUE(a.isOk());
+    memory_ = std::move(a.value());
+  }
+
+  ipc::MemRegisterFrame frame(uint8_t vendor = 1, int device = 0, uint64_t bytes = kBytes) {
+    auto f = ipc::makeFrame<ipc::MemRegisterFrame>(ipc::FrameType::MemRegister, 9);
+    f.memoryType = static_cast<uint8_t>(ipc::DeviceMemory::Sim);
+    f.vendor = vendor;
+    f.device = device;
+    f.allocationId = 42;
+    f.bytes = bytes;
+    f.handleKind = static_cast<uint32_t>(ipc::HandleKind::Fd);
+    return f;
+  }
+
+  // Sends a MemRegister through the session; the region id, or 0 with *error set.
+  uint32_t registerFrame(const ipc::MemRegisterFrame& f, bool withFd, std::string* error) {
+    std::vector<UniqueFd> fds;
+    if (withFd) fds.emplace_back(::dup(memory_.fd()));
+    EXPECT_TRUE(session_->handleFrame(ipc::frameBytes(f), fds, 0, 0, 0).isOk());
+    auto reply = receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true);
+    EXPECT_TRUE(reply.isOk());
+    auto header = ipc::frameAs<ipc::FrameHeader>(reply->bytes);
+    if (header.type == static_cast<uint16_t>(ipc::FrameType::Error)) {
+      *error = ipc::frameAs<ipc::ErrorFrame>(reply->bytes).message;
+      return 0;
+    }
+    return ipc::frameAs<ipc::MemRegisterReplyFrame>(reply->bytes).region;
+  }
+
+  ipc::SubmitEntry allreduce(uint32_t region, uint64_t sendOffset, uint64_t recvOffset,
+                             uint64_t count) {
+    ipc::SubmitEntry e{};
+    e.op = static_cast<uint8_t>(ipc::OpType::AllReduce);
+    e.dtype = 7;  // float32
+    e.count = count;
+    e.send = {sendOffset, static_cast<uint8_t>(ipc::MemKind::Device), {}, region};
+    e.recv = {recvOffset, static_cast<uint8_t>(ipc::MemKind::Device), {}, region};
+    return e;
+  }
+
+  device::DeviceRegistry registry_;
+  UniqueFd peer_;
+  SessionPtr session_;
+  simdev::SimAllocation memory_;
+};
+
+TEST_F(DeviceRegionsTest, RegistersASealedMemfdAndRefusesBadFrames) {
+  std::string error;
+  const uint32_t region = registerFrame(frame(), true, &error);
+  ASSERT_NE(region, 0u) << error;
+  ASSERT_NE(session_->deviceRegion(region), nullptr);
+  EXPECT_EQ(session_->deviceRegion(region)->bytes(), kBytes);
+  // The daemon's mapping shows what the client wrote: the same memory, not a copy.
+  memory_.data()[100] = 0x5a;
+  EXPECT_EQ(session_->deviceRegion(region)->data()[100], 0x5a);
+
+  struct Bad {
+    ipc::MemRegisterFrame f;
+    bool withFd;
+    const char* words;
+  };
+  const Bad bad[] = {
+      {frame(1, 3), true, "no device nvidia:3"},
+      {frame(7, 0), true, "unknown device vendor 7"},
+      {frame(1, 0, kBytes * 2), true, ""},  // larger than the memfd: the import refuses it
+      {frame(1, 0, 0), true, "0 bytes"},
+  };
+  for (const Bad& b : bad) {
+    error.clear();
+    EXPECT_EQ(registerFrame(b.f, b.withFd, &error), 0u) << b.words;
+    EXPECT_NE(error.find(b.words), std::string::npos) << error;
+  }
+  auto legacy = frame();
+  legacy.handleKind = static_cast<uint32_t>(ipc::HandleKind::LegacyIpc);
+  error.clear();
+  EXPECT_EQ(registerFrame(legacy, false, &error), 0u);  // a sim device takes fds only
+  EXPECT_FALSE(error.empty());
+}
+
+TEST_F(DeviceRegionsTest, ReferencesAreBoundedByTheirRegionAndNeedARegionOfThisClient) {
+  std::string error;
+  const uint32_t region = registerFrame(frame(), true, &error);
+  ASSERT_NE(region, 0u) << error;
+  const uint64_t n = kBytes / 8;  // two halves of the region
+  EXPECT_TRUE(resolveOp(allreduce(region, 0, kBytes / 2, n), session_, 0, 2).isOk());
+  auto over = resolveOp(allreduce(region, 0, kBytes / 2 + 4, n), session_, 0, 2);
+  ASSERT_FALSE(over.isOk());
+  EXPECT_NE(over.status().message().find("overruns"), std::string::npos) << over.status().message();
+  auto wraps = resolveOp(allreduce(region, ~0ull - 3, 0, n), session_, 0, 2);
+  EXPECT_FALSE(wraps.isOk());
+  auto unknown = resolveOp(allreduce(region + 1, 0, kBytes / 2, n), session_, 0, 2);
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_NE(unknown.status().message().find("has not registered"), std::string::npos);
+  // Partial overlap inside one region is refused as for segment memory.
+  auto partial = resolveOp(allreduce(region, 0, 8, n), session_, 0, 2);
+  EXPECT_FALSE(partial.isOk());
+}
+
+TEST_F(DeviceRegionsTest, UnregisterKeepsTheMappingWhileAnOpHoldsIt) {
+  std::string error;
+  const uint32_t region = registerFrame(frame(), true, &error);
+  ASSERT_NE(region, 0u) << error;
+  auto op = resolveOp(allreduce(region, 0, kBytes / 2, 16), session_, 0, 2);
+  ASSERT_TRUE(op.isOk());
+  auto f = ipc::makeFrame<ipc::MemUnregisterFrame>(ipc::FrameType::MemUnregister, 3);
+  f.region = region;
+  ASSERT_TRUE(session_->handleFrame(ipc::frameBytes(f), {}, 0, 0, 0).isOk());
+  ASSERT_TRUE(receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true).isOk());
+  EXPECT_EQ(session_->deviceRegion(region), nullptr);
+  ASSERT_NE(op->sendRegion, nullptr);
+  memory_.data()[8] = 7;
+  EXPECT_EQ(op->sendRegion->data()[8], 7);  // still mapped for the op
+  ASSERT_TRUE(session_->handleFrame(ipc::frameBytes(f), {}, 0, 0, 0).isOk());
+  auto again = receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true);
+  ASSERT_TRUE(again.isOk());
+  EXPECT_EQ(ipc::frameAs<ipc::FrameHeader>(again->bytes).type,
+            static_cast<uint16_t>(ipc::FrameType::Error));
+}
+
+TEST_F(DeviceRegionsTest, StagingCopiesInAndOutInChunksThatDoNotDivideTheBuffer) {
+  std::string error;
+  const uint32_t region = registerFrame(frame(), true, &error);
+  ASSERT_NE(region, 0u) << error;
+  const uint64_t n = kBytes / 8;
+  auto* floats = reinterpret_cast<float*>(memory_.data());
+  for (uint64_t i = 0; i < n; ++i) floats[i] = static_cast<float>(i);
+  auto op = resolveOp(allreduce(region, 0, kBytes / 2, n), session_, 0, 1);
+  ASSERT_TRUE(op.isOk());
+  std::vector<PendingOp> ops{*op};
+  std::vector<coll::RankBuffers> bufs(1);
+  StagingPool pool;
+  DeviceCopier copier(1000);  // 32 KiB in 33 chunks, the last one short
+  StagedMatch staged;
+  ASSERT_TRUE(staged.stageIn(ops, bufs, &pool, &copier).isOk());
+  const auto* in = reinterpret_cast<const float*>(bufs[0].send);
+  uint64_t wrongIn = 0;
+  for (uint64_t i = 0; i < n; ++i) wrongIn += in[i] != static_cast<float>(i);
+  EXPECT_EQ(wrongIn, 0u);
+  auto* out = reinterpret_cast<float*>(bufs[0].recv);
+  for (uint64_t i = 0; i < n; ++i) out[i] = static_cast<float>(2 * i + 1);
+  ASSERT_TRUE(staged.stageOut(ops).isOk());
+  uint64_t wrongOut = 0;
+  for (uint64_t i = 0; i < n; ++i) wrongOut += floats[n + i] != static_cast<float>(2 * i + 1);
+  EXPECT_EQ(wrongOut, 0u);
+  for (uint64_t i = 0; i < n; ++i) wrongIn += floats[i] != static_cast<float>(i);
+  EXPECT_EQ(wrongIn, 0u);  // the send half is untouched
+}
+
+}  // namespace
+}  // namespace hc::session
