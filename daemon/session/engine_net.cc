@@ -1,7 +1,6 @@
-// The engine's multi-node half: communicators whose ranks live on several daemons. Each local
-// rank joins at the root daemon on its own (Bootstrap); the communicator forms once every local
-// rank has the rank table. Its operations run as NodePlans: the local step here on the IPC
-// thread, the inter-node step on the NetExecutor's progress thread.
+// The engine's multi-node half: communicators whose ranks live on several daemons (joining and
+// forming them: engine_join.cc). Their operations run as NodePlans: the local step here on the
+// IPC thread, the inter-node step on the NetExecutor's progress thread.
 //
 // Failures cross daemons both ways. Every daemon of a communicator keeps a watch (a posted
 // receive) on every other daemon: a failure notice arriving there, or the other daemon going
@@ -23,8 +22,6 @@
 
 namespace hc::session {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Sequence numbers in tags (transport.h): collectives use [0, 2^30 - 1), their descriptor
 // agreement the same with kAgreeBit, transfers the upper half with the rank pair folded in, and
@@ -94,157 +91,7 @@ uint16_t childTag(uint16_t parentTag, int color, uint64_t seq) {
   return static_cast<uint16_t>(x);
 }
 
-control::CommKey keyBytes(const uint8_t (&key)[16]) {
-  control::CommKey k;
-  std::memcpy(k.data(), key, k.size());
-  return k;
-}
-
 }  // namespace
-
-int Engine::netDoneFd() const {
-  return multiNode_.enabled() ? multiNode_.executor->doneFd() : -1;
-}
-
-void Engine::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, std::string root) {
-  const std::string key = commKeyHex(e.key);
-  if (!multiNode_.enabled()) {
-    session->complete(e.requestId,
-                      unavailable("comm init: the unique id names root daemon " + root +
-                                  ", but this daemon has no Peer listener (peer.listen)"));
-    return;
-  }
-  auto [it, fresh] = remoteInits_.try_emplace(key);
-  RemoteInit& init = it->second;
-  if (fresh) {
-    init.root = root;
-    init.nranks = e.nranks;
-    init.key = keyBytes(e.key);
-  }
-  if (init.nranks != e.nranks || init.root != root || init.joined.count(e.rank) != 0) {
-    session->complete(e.requestId,
-                      invalidArgument("comm init: rank " + std::to_string(e.rank) +
-                                      " disagrees with this daemon's other ranks of the "
-                                      "communicator, or joined twice"));
-    return;
-  }
-  init.joined[e.rank] = Joiner{session, e.requestId};
-
-  control::JoinRequest request;
-  request.key = keyBytes(e.key);
-  request.nranks = static_cast<uint32_t>(e.nranks);
-  request.ranks = {static_cast<uint32_t>(e.rank)};
-  request.node = multiNode_.identity;
-  const auto address = multiNode_.executor->address();
-  request.transportAddress.assign(address.bytes.begin(), address.bytes.end());
-  const int timeout = e.timeoutMs > 0 ? e.timeoutMs : options_.initTimeoutMs;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout);
-  spdlog::debug("comm init {}: rank {} of {} joins at root {}", key, e.rank, e.nranks, root);
-  multiNode_.bootstrap->join(root, std::move(request), deadline,
-                             [this, key, rank = e.rank](Result<control::RankTable> table) {
-                               {
-                                 std::lock_guard<std::mutex> lock(finishedMutex_);
-                                 joinAnswers_.push_back({key, rank, std::move(table)});
-                               }
-                               uint64_t one = 1;
-                               [[maybe_unused]] ssize_t n = ::write(doneFd_.get(), &one, 8);
-                             });
-}
-
-void Engine::takeJoinAnswers() {
-  std::vector<JoinAnswer> answers;
-  {
-    std::lock_guard<std::mutex> lock(finishedMutex_);
-    answers.swap(joinAnswers_);
-  }
-  for (auto& a : answers) onJoinAnswer(std::move(a));
-}
-
-void Engine::onJoinAnswer(JoinAnswer answer) {
-  auto it = remoteInits_.find(answer.key);
-  if (it == remoteInits_.end()) return;  // failed already
-  if (!answer.table.isOk()) return failRemoteInit(answer.key, answer.table.status());
-  RemoteInit& init = it->second;
-  init.answered[answer.rank] = std::move(answer.table.value());
-  if (init.answered.size() < init.joined.size()) return;
-  const control::RankTable& table = init.answered.begin()->second;
-  for (const auto& [rank, t] : init.answered) {
-    if (!(t == table)) {
-      return failRemoteInit(answer.key, internalError("comm init: the root sent different "
-                                                      "rank tables to this daemon's ranks"));
-    }
-  }
-  formAcrossNodes(answer.key, table);
-}
-
-void Engine::failRemoteInit(const std::string& key, const Status& why) {
-  auto it = remoteInits_.find(key);
-  if (it == remoteInits_.end()) return;
-  for (auto& [rank, j] : it->second.joined) j.session->complete(j.requestId, why);
-  remoteInits_.erase(it);
-}
-
-void Engine::formAcrossNodes(const std::string& key, const control::RankTable& table) {
-  RemoteInit init = std::move(remoteInits_[key]);
-  remoteInits_.erase(key);
-  std::vector<std::vector<uint32_t>> ranksOfNode;
-  uint32_t self = UINT32_MAX;
-  for (uint32_t n = 0; n < table.nodes.size(); ++n) {
-    ranksOfNode.push_back(table.nodes[n].ranks);
-    if (table.nodes[n].identity == multiNode_.identity) self = n;
-  }
-  Result<coll::hier::NodeLayout> layout =
-      self == UINT32_MAX ? internalError("comm init: this daemon is not in the rank table")
-                         : coll::hier::NodeLayout::make(self, std::move(ranksOfNode));
-  if (layout.isOk() && layout->localCount() != init.joined.size()) {
-    layout = internalError("comm init: the rank table places " +
-                           std::to_string(layout->localCount()) + " ranks here, " +
-                           std::to_string(init.joined.size()) + " joined");
-  }
-  if (!layout.isOk()) {
-    for (auto& [rank, j] : init.joined) j.session->complete(j.requestId, layout.status());
-    return;
-  }
-  std::vector<transport::PeerAddress> nodes;
-  for (const auto& node : table.nodes) {
-    nodes.push_back(transport::PeerAddress{
-        std::vector<uint8_t>(node.transportAddress.begin(), node.transportAddress.end())});
-  }
-  auto comm = makeSpanningComm(std::move(layout.value()),
-                               static_cast<uint16_t>(init.key[0] | (init.key[1] << 8)),
-                               std::move(nodes));
-  for (auto& [rank, j] : init.joined) {
-    comm->setMember(rank, j.session.get());
-    uint64_t handle = j.session->addMember(Member{comm, rank});
-    j.session->complete(j.requestId, okStatus(), handle);
-    j.session->flushCompletions();
-  }
-  spdlog::info("communicator {:x} formed across {} daemons: {} ranks, {} here (node {})",
-               comm->id(), table.nodes.size(), init.nranks, init.joined.size(), self);
-  for (int rank : init.lost) {
-    comm->leave(rank, unavailable("rank " + std::to_string(rank) +
-                                  ": its client went away during comm init"));
-  }
-  progress(comm);
-}
-
-std::shared_ptr<Communicator> Engine::makeSpanningComm(coll::hier::NodeLayout layout,
-                                                       uint16_t tag,
-                                                       std::vector<transport::PeerAddress> nodes) {
-  auto comm = std::make_shared<Communicator>(nextCommId_++, layout.nranks(), options_.opTimeoutMs);
-  for (int r = 0; r < layout.nranks(); ++r) {
-    if (!layout.isLocal(r)) comm->markRemote(r);
-  }
-  comms_[comm->id()] = comm;
-  if (layout.nodes() < 2) return comm;  // every rank here: a plain local communicator
-  NetComm& net = netComms_[comm->id()];
-  net.layout = std::make_shared<const coll::hier::NodeLayout>(std::move(layout));
-  // 0xffff is the executor's heartbeat; a key that maps there takes the tag next to it.
-  net.tag = tag == coll::net::kHeartbeatComm ? tag - 1 : tag;
-  net.nodes = std::move(nodes);
-  watchNodes(comm, net);
-  return comm;
-}
 
 void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                             Match match) {
