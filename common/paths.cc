@@ -15,4 +15,12 @@ std::string defaultSocketPath() {
   return "/tmp/hetero-comm-" + std::to_string(::getuid()) + "/hetero-commd.sock";
 }
 
+std::string adminSocketPathFor(const std::string& clientSocket) {
+  const size_t slash = clientSocket.rfind('/');
+  const size_t nameStart = slash == std::string::npos ? 0 : slash + 1;
+  std::string stem = clientSocket;
+  if (stem.size() > nameStart + 5 && stem.ends_with(".sock")) stem.resize(stem.size() - 5);
+  return stem + "-admin.sock";
+}
+
 }  // namespace hc

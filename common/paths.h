@@ -9,4 +9,9 @@ namespace hc {
 
 std::string defaultSocketPath();
 
+// The daemon's admin (gRPC control) socket beside the client socket `clientSocket`, named after
+// it: ".../hetero-commd.sock" -> ".../hetero-commd-admin.sock". Deriving the name, rather than
+// fixing it, keeps two daemons that share a runtime directory from taking each other's socket.
+std::string adminSocketPathFor(const std::string& clientSocket);
+
 }  // namespace hc

@@ -161,6 +161,48 @@ hc::Status validatePeer(const DaemonConfig& c, const Fail& fail) {
   return {};
 }
 
+bool isLoopbackHost(std::string_view host) {
+  return host == "localhost" || host == "[::1]" || host.starts_with("127.");
+}
+
+// [control]; `fail(key, message)` adds where the key was set.
+template <typename Fail>
+hc::Status validateControl(const DaemonConfig& c, const Fail& fail) {
+  constexpr size_t kMaxSocketPath = sizeof(sockaddr_un::sun_path) - 1;
+  if (c.controlAdminSocket.size() > kMaxSocketPath) {
+    return fail("control.admin_socket",
+                "control.admin_socket is " + std::to_string(c.controlAdminSocket.size()) +
+                    " bytes long; a Unix socket path holds at most " +
+                    std::to_string(kMaxSocketPath));
+  }
+  if (!c.controlAdminSocket.empty() && c.controlAdminSocket == c.socketPath) {
+    return fail("control.admin_socket", "control.admin_socket must differ from server.socket");
+  }
+  if (!c.controlListen.empty()) {
+    auto listen = splitHostPort(c.controlListen);
+    if (!listen) {
+      return fail("control.listen",
+                  "control.listen '" + c.controlListen + "': " + listen.status().message());
+    }
+    // Control tells a lot about the node and will grow admin RPCs: off the node it needs TLS.
+    if (!isLoopbackHost(listen->host)) {
+      return fail("control.listen",
+                  "control.listen '" + c.controlListen +
+                      "' is not a loopback address; a remote control port needs TLS, which "
+                      "hetero-commd does not support yet (use 127.0.0.1, [::1] or the admin "
+                      "socket; for probes, control.health_listen serves Health alone)");
+    }
+  }
+  if (!c.controlHealthListen.empty()) {
+    auto health = splitHostPort(c.controlHealthListen);
+    if (!health) {
+      return fail("control.health_listen", "control.health_listen '" + c.controlHealthListen +
+                                               "': " + health.status().message());
+    }
+  }
+  return {};
+}
+
 // [devices.sim]; `fail(key, message)` adds where the key was set.
 template <typename Fail>
 hc::Status validateSim(const DaemonConfig& c, const Fail& fail) {
@@ -276,6 +318,7 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
                                           std::to_string(c.opTimeoutMs));
   }
   HC_RETURN_IF_ERROR(validatePeer(c, fail));
+  HC_RETURN_IF_ERROR(validateControl(c, fail));
   return validateSim(c, fail);
 }
 

@@ -64,6 +64,17 @@ struct DaemonConfig {
   // algo (alias HC_ALGO): allreduce among daemons: auto, ring, rd (= recursive_doubling); any case.
   std::string peerAlgo = "auto";
   uint64_t peerChunkBytes = 512 << 10;  // chunk_bytes: pipeline chunk between daemons (>= 4 KiB)
+  // [control]: the operator's gRPC listeners, grpc.health.v1.Health and hetero_comm.v1.Control
+  // (daemon/control/control_server.h).
+  // admin_socket: Unix socket for hcctl and grpcurl -unix; "" = none. Unless set, it follows the
+  // client socket: adminSocketPathFor(socketPath), e.g. ".../hetero-commd-admin.sock".
+  std::string controlAdminSocket = hc::adminSocketPathFor(hc::defaultSocketPath());
+  // listen: "host:port" of a TCP control listener (port 0: a free port); "" = none. Loopback
+  // only: a remote control port needs TLS, which is not supported yet.
+  std::string controlListen;
+  // health_listen: "host:port" of a plaintext listener that serves Health alone (kubelet gRPC
+  // probes carry no credentials); "" = none.
+  std::string controlHealthListen;
   // [devices]: staging_chunk_bytes: device memory moves through host staging in copies of this
   // size (the CPU-forwarding path; every device copy engine gets several in flight).
   uint64_t stagingChunkBytes = 4ull << 20;

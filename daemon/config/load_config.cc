@@ -268,6 +268,10 @@ hc::Result<LoadOutcome> loadConfig(int argc, const char* const* argv,
   HC_RETURN_IF_ERROR(loadFiles(path, explicitPath, &config, &out.sources, &origins));
   HC_RETURN_IF_ERROR(applyEnvironment(env, &config, &origins));
   HC_RETURN_IF_ERROR(applyFlags(cli, &config, &origins));
+  // The admin socket follows the client socket wherever that was moved, unless set itself.
+  if (!origins.contains("control.admin_socket")) {
+    config.controlAdminSocket = hc::adminSocketPathFor(config.socketPath);
+  }
   HC_RETURN_IF_ERROR(detail::validateWithOrigins(config, &origins));
   out.config = std::move(config);
   return out;

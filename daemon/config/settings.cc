@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 32> kSettings = {{
+const std::array<Setting, 35> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"session", "segment_bytes", &C::segmentBytes, "--segment-bytes",
@@ -59,6 +59,13 @@ const std::array<Setting, 32> kSettings = {{
      "allreduce among daemons: auto, ring or rd (recursive_doubling) (also HC_ALGO)"},
     {"peer", "chunk_bytes", &C::peerChunkBytes, "",
      "pipeline chunk of inter-node transfers (>= 4KiB)"},
+    {"control", "admin_socket", &C::controlAdminSocket, "--admin-socket",
+     "Unix socket of the Health and Control gRPC services; \"\" = none (default: beside the "
+     "client socket, <name>-admin.sock)"},
+    {"control", "listen", &C::controlListen, "",
+     "loopback host:port for Health and Control over TCP (port 0: any free port); \"\" = none"},
+    {"control", "health_listen", &C::controlHealthListen, "",
+     "host:port of a plaintext Health-only listener for probes (port 0: any free port); \"\" = none"},
     {"devices", "staging_chunk_bytes", &C::stagingChunkBytes, "",
      "device<->host staging copies are issued in chunks of this size (>= 4KiB)"},
     {"devices.sim", "nvidia", &C::simNvidia, "",
@@ -76,8 +83,8 @@ const std::array<Setting, 32> kSettings = {{
      "memory each sim device reports (nominal: nothing is reserved)"},
 }};
 
-const std::array<std::string_view, 8> kSections = {
-    "server", "session", "access", "exec", "comm", "peer", "devices", "devices.sim"};
+const std::array<std::string_view, 9> kSections = {
+    "server", "session", "access", "exec", "comm", "peer", "control", "devices", "devices.sim"};
 
 template <class... Ts>
 struct Overloaded : Ts... {

@@ -38,6 +38,7 @@ constexpr uint64_t kKindMask = 0xffull << 56;
 Server::Server(const config::DaemonConfig& config) : config_(config) {}
 
 Server::~Server() {
+  if (control_) control_->shutdown();
   if (peer_) peer_->shutdown();
   if (ownsSocketPath_) ::unlink(config_.socketPath.c_str());
 }
@@ -77,6 +78,10 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   auto listen = openClientSocket(config.socketPath, config.socketGroup, &s->ownsSocketPath_);
   if (!listen.isOk()) return listen.status();
   s->listen_ = std::move(listen.value());
+  // After the client socket: the admin socket's default folder is the one it just created.
+  auto control = ControlSide::start(config, s->devices_, s->peer_ ? s->peer_->advertise() : "");
+  if (!control.isOk()) return control.status();
+  s->control_ = std::move(control.value());
   HC_RETURN_IF_ERROR(s->watch(s->listen_.get(), kListenTag, EPOLLIN));
   HC_RETURN_IF_ERROR(s->watch(s->signals_.get(), kSignalTag, EPOLLIN));
   HC_RETURN_IF_ERROR(s->watch(s->engine_->doneFd(), kDoneTag, EPOLLIN));
@@ -99,6 +104,8 @@ void Server::notifyStatus() {
 }
 
 int Server::run() {
+  // Before the "serving" line, which tells people and tests the daemon is ready.
+  control_->markReady();
   spdlog::info("hetero-commd {} serving {} ({} reduction threads, spin {} us)", HC_VERSION,
                config_.socketPath, config::resolvedReductionThreads(config_), config_.spinUs);
   uint64_t watchdogUs = 0;
@@ -306,6 +313,8 @@ void Server::closeSession(const session::SessionPtr& s, const Status& why, bool 
 void Server::beginShutdown() {
   if (stopping_) return;
   stopping_ = true;
+  // Probes see the drain before anything else changes.
+  control_->markDraining();
   sd_notify(0, "STOPPING=1");
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listen_.get(), nullptr);
   listen_.reset();

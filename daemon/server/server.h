@@ -1,6 +1,7 @@
 // Server: hetero-commd's lifecycle. Owns the client socket, the IPC thread's epoll loop (client
 // sockets, their eventfds, the pool's and the NetExecutor's done eventfds, signals), the sessions,
-// the engine and, with peer.listen set, the daemon's multi-node half (PeerSide).
+// the engine, with peer.listen set the daemon's multi-node half (PeerSide), and the [control]
+// listeners (ControlSide: grpc.health.v1.Health and hetero_comm.v1.Control).
 // Ready for systemd (READY=1) once the socket listens; SIGTERM drains and returns exit code 0.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "daemon/coll/reduction_pool.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/device/registry.h"
+#include "daemon/server/control_side.h"
 #include "daemon/server/listener.h"
 #include "daemon/server/peer_side.h"
 #include "daemon/session/engine.h"
@@ -56,6 +58,9 @@ class Server {
   // joins down first, since their callbacks reach into the engine).
   std::unique_ptr<PeerSide> peer_;
   std::unique_ptr<session::Engine> engine_;
+  // Health and Control; borrows nothing from the others, and goes first in ~Server so that
+  // watchers hear the end before the rest is torn down.
+  std::unique_ptr<ControlSide> control_;
   std::map<uint32_t, session::SessionPtr> sessions_;
   uint32_t nextSessionId_ = 1;
   bool stopping_ = false;

@@ -27,8 +27,9 @@ keys() { sed 's/ = .*//'; }
 
 : >"$work/empty.toml"
 # The same --socket on both sides: the built-in default differs between root and other users.
-"$daemon" --print-config --config "$work/empty.toml" --socket /x | settings >"$work/defaults"
-"$daemon" --print-config --config "$sample" --socket /x | settings >"$work/sample"
+# The admin socket's default follows --socket; pin it so that both runs print the same.
+"$daemon" --print-config --config "$work/empty.toml" --socket /x --admin-socket /run/hetero-comm/hetero-commd-admin.sock | settings >"$work/defaults"
+"$daemon" --print-config --config "$sample" --socket /x --admin-socket /run/hetero-comm/hetero-commd-admin.sock | settings >"$work/sample"
 [ -s "$work/defaults" ] || fail "--print-config printed no settings"
 
 # Keys the sample assigns itself, read from the file (not from the daemon's merged view).

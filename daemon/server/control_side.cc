@@ -1,0 +1,102 @@
+#include "daemon/server/control_side.h"
+
+#include <unistd.h>
+
+#include <limits.h>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/discovery/inventory.h"
+#include "daemon/discovery/inventory_format.h"
+
+namespace hc::server {
+namespace {
+
+std::vector<std::string> splitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(begin, end - begin);
+    if (!item.empty()) out.push_back(std::move(item));
+    begin = end + 1;
+  }
+  return out;
+}
+
+std::string hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return {};
+  return name;
+}
+
+control::NodeInfo describeNode(const config::DaemonConfig& config,
+                               const discovery::Inventory& inventory,
+                               const std::string& peerAddress) {
+  control::NodeInfo node;
+  node.version = HC_VERSION;
+#if defined(HC_HAVE_CUDA)
+  node.builtWithCuda = true;
+#endif
+#if defined(HC_HAVE_HIP)
+  node.builtWithHip = true;
+#endif
+  node.startedSteady = std::chrono::steady_clock::now();
+  node.startedWall = std::chrono::system_clock::now();
+  node.hostname = hostname();
+  for (const discovery::GpuRow& gpu : inventory.gpus) {
+    node.gpus.push_back({gpu.id, gpu.vendor, gpu.model, gpu.vramBytes, gpu.backend,
+                         gpu.placement.busId, gpu.placement.numaNode, gpu.driver});
+  }
+  for (const discovery::Nic& nic : inventory.nics) {
+    if (nic.isLoopback) continue;  // never a candidate NIC; it would only pad the listing
+    node.nics.push_back({nic.name, nic.placement.busId, nic.placement.numaNode, nic.speedMbps,
+                         nic.operState, nic.isVirtual, nic.rdmaDevice});
+  }
+  node.transports = splitCommas(config.peerUcxTransports);
+  node.peerAddress = peerAddress;
+  node.clientSocket = config.socketPath;
+  node.configToml = config::toToml(config);
+  return node;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ControlSide>> ControlSide::start(const config::DaemonConfig& config,
+                                                        const device::DeviceRegistry& devices,
+                                                        const std::string& peerAddress) {
+  discovery::Inventory inventory = discovery::discoverInventory(devices);
+  spdlog::info("inventory: {}", discovery::summarizeInventory(inventory));
+  control::ControlServerOptions options;
+  options.adminSocket = config.controlAdminSocket;
+  options.listen = config.controlListen;
+  options.healthListen = config.controlHealthListen;
+  auto server =
+      control::ControlServer::start(options, describeNode(config, inventory, peerAddress));
+  if (!server.isOk()) return server.status();
+  std::unique_ptr<ControlSide> side(new ControlSide(std::move(server.value())));
+  control::HealthBoard& health = side->server_->health();
+  health.set(control::kDaemonHealthName, control::ServingStatus::Serving);
+  // start() runs after PeerSide::start succeeded (a failed Peer listener stops the daemon
+  // before this), so the Peers are up or there are none.
+  health.set(control::kPeersHealthName, control::ServingStatus::Serving);
+  health.set(control::kCollectivesHealthName, control::ServingStatus::NotServing);
+  return side;
+}
+
+ControlSide::~ControlSide() { shutdown(); }
+
+void ControlSide::markReady() {
+  if (server_) server_->health().set(control::kCollectivesHealthName, control::ServingStatus::Serving);
+}
+
+void ControlSide::markDraining() {
+  if (server_) server_->health().setAllNotServing();
+}
+
+void ControlSide::shutdown() {
+  if (server_) server_->shutdown();
+}
+
+}  // namespace hc::server

@@ -1,0 +1,43 @@
+// ControlSide: the daemon as operators see it: the [control] listeners (Health and Control over
+// gRPC, daemon/control/control_server.h), the node's inventory taken once at startup for
+// Control.GetNode, and the health statuses the lifecycle sets:
+//   ""                            SERVING from start() until the drain;
+//   hetero_comm.v1.Peers          SERVING when there is no Peer listener or it is up;
+//   hetero_comm.v1.Collectives    SERVING once the devices, the client socket and (with [peer]
+//                                 listen) the transport are up: markReady();
+// and all NOT_SERVING when the SIGTERM drain starts: markDraining().
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "daemon/config/daemon_config.h"
+#include "daemon/control/control_server.h"
+#include "daemon/device/registry.h"
+
+namespace hc::server {
+
+class ControlSide {
+ public:
+  // Takes the inventory (a few milliseconds of sysfs) and starts the listeners. `peerAddress` is
+  // the Peer listener's advertised address, "" without one. Control path, IPC thread.
+  [[nodiscard]] static Result<std::unique_ptr<ControlSide>> start(
+      const config::DaemonConfig& config, const device::DeviceRegistry& devices,
+      const std::string& peerAddress);
+  ~ControlSide();  // shutdown()
+
+  // The IPC thread calls these; gRPC threads read the statuses they set.
+  void markReady();
+  void markDraining();
+  // Ends the Watch streams and stops the listeners. Idempotent.
+  void shutdown();
+
+ private:
+  explicit ControlSide(std::unique_ptr<control::ControlServer> server)
+      : server_(std::move(server)) {}
+
+  std::unique_ptr<control::ControlServer> server_;
+};
+
+}  // namespace hc::server

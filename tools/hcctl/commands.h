@@ -1,0 +1,42 @@
+// hcctl's commands. Each returns the process exit code, grpc_health_probe's scheme for all of
+// them so that scripts can tell the cases apart:
+//   0 success (health: SERVING), 1 bad arguments, 2 cannot connect, 3 the RPC failed,
+//   4 (health only) the service is not SERVING.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace hc::hcctl {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitBadArguments = 1,
+  kExitConnectFailed = 2,
+  kExitRpcFailed = 3,
+  kExitNotServing = 4,
+};
+
+struct Target {
+  std::string socketPath;  // admin Unix socket; used when address is empty
+  std::string address;     // "host:port"
+  std::chrono::milliseconds connectTimeout{1000};
+  std::chrono::milliseconds rpcTimeout{1000};
+
+  // "unix:/run/..." or "host:port", as gRPC dials it and as messages name it.
+  std::string uri() const { return address.empty() ? "unix:" + socketPath : address; }
+};
+
+// A connected channel, or null after printing why to stderr (exit with kExitConnectFailed).
+std::shared_ptr<grpc::Channel> connect(const Target& target);
+// A context whose deadline is rpcTimeout from now.
+std::unique_ptr<grpc::ClientContext> rpcContext(const Target& target);
+
+int runHealth(const Target& target, const std::string& service, bool json);
+int runNode(const Target& target, bool json, bool printConfig);
+int runDevices(const Target& target, bool json);
+
+}  // namespace hc::hcctl

@@ -1,0 +1,69 @@
+// hcctl: the command line of hetero-commd's gRPC services (Health, Control). Talks to the admin
+// Unix socket by default, or to a TCP address; exit codes in commands.h.
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "common/paths.h"
+#include "tools/hcctl/commands.h"
+
+namespace {
+
+// The daemon's own default: beside the client socket (HC_SOCKET moves both), unless the admin
+// socket was set for the daemon through its environment variable.
+std::string defaultAdminSocket() {
+  if (const char* s = std::getenv("HC_CONTROL_ADMIN_SOCKET"); s != nullptr && *s != '\0') return s;
+  return hc::adminSocketPathFor(hc::defaultSocketPath());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace hc::hcctl;
+  CLI::App app{"hcctl: ask hetero-commd about its health, node and devices"};
+  app.require_subcommand(1);
+  Target target;
+  target.socketPath = defaultAdminSocket();
+  int64_t connectMs = 1000;
+  int64_t rpcMs = 1000;
+  auto* socket = app.add_option("--socket", target.socketPath, "the daemon's admin Unix socket")
+                     ->capture_default_str();
+  auto* address =
+      app.add_option("--address", target.address, "host:port of a control or health listener");
+  socket->excludes(address);
+  app.add_option("--connect-timeout-ms", connectMs, "how long to wait for the connection")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--rpc-timeout-ms", rpcMs, "deadline of the call")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+
+  std::string service;
+  bool json = false;
+  bool printConfig = false;
+  auto* health = app.add_subcommand(
+      "health",
+      "grpc.health.v1 Check; exits 0 SERVING, 2 connect failed, 3 RPC failed, 4 not SERVING");
+  health->add_option("--service", service,
+                     "\"\" (the daemon), hetero_comm.v1.Collectives or hetero_comm.v1.Peers");
+  health->add_flag("--json", json, "print {\"service\", \"status\"}");
+  auto* node = app.add_subcommand("node", "version, build, uptime, devices, NICs, transports");
+  node->add_flag("--json", json, "print JSON");
+  node->add_flag("--config", printConfig, "print the daemon's effective configuration (TOML)");
+  auto* devices = app.add_subcommand("devices", "the GPU inventory");
+  devices->add_flag("--json", json, "print {\"gpus\": [...]}");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help is a success; anything else is grpc_health_probe's "bad arguments".
+    return app.exit(e) == 0 ? kExitOk : kExitBadArguments;
+  }
+  target.connectTimeout = std::chrono::milliseconds(connectMs);
+  target.rpcTimeout = std::chrono::milliseconds(rpcMs);
+  if (health->parsed()) return runHealth(target, service, json);
+  if (node->parsed()) return runNode(target, json, printConfig);
+  if (devices->parsed()) return runDevices(target, json);
+  return kExitBadArguments;
+}

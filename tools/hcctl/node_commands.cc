@@ -1,0 +1,154 @@
+// hcctl node and hcctl devices: hetero_comm.v1.Control/GetNode, as text or JSON. The GPU table is
+// daemon/discovery's formatter (the same one the daemon's tools print), fed from the RPC's rows.
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/discovery/inventory_format.h"
+#include "hetero_comm/v1/control.grpc.pb.h"
+#include "tools/hcctl/commands.h"
+
+namespace hc::hcctl {
+namespace {
+
+using nlohmann::json;
+
+// Unknown values are null, as in the daemon's inventory JSON (inventory_format.h).
+json gpuJson(const hetero_comm::v1::Gpu& gpu) {
+  auto textOrNull = [](const std::string& t) { return t.empty() ? json(nullptr) : json(t); };
+  return {{"id", gpu.id()},
+          {"vendor", gpu.vendor()},
+          {"model", gpu.model()},
+          {"vramBytes", gpu.vram_bytes() == 0 ? json(nullptr) : json(gpu.vram_bytes())},
+          {"backend", gpu.backend()},
+          {"pciBusId", textOrNull(gpu.pci_bus_id())},
+          {"numaNode", gpu.numa_node() < 0 ? json(nullptr) : json(gpu.numa_node())},
+          {"driver", textOrNull(gpu.driver())}};
+}
+
+json nicJson(const hetero_comm::v1::Nic& nic) {
+  auto textOrNull = [](const std::string& t) { return t.empty() ? json(nullptr) : json(t); };
+  return {{"name", nic.name()},
+          {"pciBusId", textOrNull(nic.pci_bus_id())},
+          {"numaNode", nic.numa_node() < 0 ? json(nullptr) : json(nic.numa_node())},
+          {"speedMbps", nic.speed_mbps() < 0 ? json(nullptr) : json(nic.speed_mbps())},
+          {"operState", textOrNull(nic.oper_state())},
+          {"isVirtual", nic.is_virtual()},
+          {"rdmaDevice", textOrNull(nic.rdma_device())}};
+}
+
+json gpusJson(const hetero_comm::v1::NodeInfo& node) {
+  json gpus = json::array();
+  for (const auto& gpu : node.gpus()) gpus.push_back(gpuJson(gpu));
+  return gpus;
+}
+
+std::string gpuTable(const hetero_comm::v1::NodeInfo& node) {
+  discovery::Inventory inventory;
+  for (const auto& gpu : node.gpus()) {
+    discovery::GpuRow row;
+    row.id = gpu.id();
+    row.vendor = gpu.vendor();
+    row.model = gpu.model();
+    row.vramBytes = gpu.vram_bytes();
+    row.backend = gpu.backend();
+    row.driver = gpu.driver();
+    row.placement.busId = gpu.pci_bus_id();
+    row.placement.numaNode = gpu.numa_node();
+    inventory.gpus.push_back(std::move(row));
+  }
+  return discovery::formatInventoryTable(inventory);
+}
+
+std::string formatUptime(uint64_t ms) {
+  uint64_t s = ms / 1000;
+  std::ostringstream out;
+  if (s >= 86400) out << s / 86400 << "d ";
+  if (s >= 3600) out << (s / 3600) % 24 << "h ";
+  if (s >= 60) out << (s / 60) % 60 << "m ";
+  out << s % 60 << "s";
+  return out.str();
+}
+
+// GetNode, or the exit code to return (its reason printed).
+int getNode(const Target& target, hetero_comm::v1::NodeInfo* node) {
+  auto channel = connect(target);
+  if (!channel) return kExitConnectFailed;
+  auto stub = hetero_comm::v1::Control::NewStub(channel);
+  auto context = rpcContext(target);
+  grpc::Status status = stub->GetNode(context.get(), hetero_comm::v1::GetNodeRequest(), node);
+  if (!status.ok()) {
+    std::cerr << "hcctl: Control.GetNode at " << target.uri()
+              << " failed: " << status.error_message() << " (gRPC code " << status.error_code()
+              << ")\n";
+    return kExitRpcFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int runNode(const Target& target, bool asJson, bool printConfig) {
+  hetero_comm::v1::NodeInfo node;
+  if (int code = getNode(target, &node); code != kExitOk) return code;
+  if (printConfig) {
+    std::cout << node.config_toml();
+    return kExitOk;
+  }
+  if (asJson) {
+    json nics = json::array();
+    for (const auto& nic : node.nics()) nics.push_back(nicJson(nic));
+    json out = {{"version", node.version()},
+                {"build", {{"cuda", node.build().cuda()}, {"hip", node.build().hip()}}},
+                {"uptimeMs", node.uptime_ms()},
+                {"startTimeUnixMs", node.start_time_unix_ms()},
+                {"hostname", node.hostname()},
+                {"gpus", gpusJson(node)},
+                {"nics", nics},
+                {"transports", json(std::vector<std::string>(node.transports().begin(),
+                                                             node.transports().end()))},
+                {"peerAddress", node.peer_address()},
+                {"clientSocket", node.client_socket()},
+                {"config", node.config_toml()}};
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  auto yesNo = [](bool b) { return b ? "yes" : "no"; };
+  std::cout << "hetero-commd " << node.version() << " on " << node.hostname() << "\n"
+            << "built with:    CUDA " << yesNo(node.build().cuda()) << ", HIP "
+            << yesNo(node.build().hip()) << "\n"
+            << "uptime:        " << formatUptime(node.uptime_ms()) << "\n"
+            << "client socket: " << node.client_socket() << "\n"
+            << "peer address:  "
+            << (node.peer_address().empty() ? "- (single node)" : node.peer_address()) << "\n"
+            << "transports:    ";
+  if (node.transports().empty()) std::cout << "- (UCX chooses)";
+  for (int i = 0; i < node.transports_size(); ++i) {
+    std::cout << (i ? "," : "") << node.transports(i);
+  }
+  std::cout << "\n\nGPUs\n" << gpuTable(node) << "\nNICs\n";
+  for (const auto& nic : node.nics()) {
+    std::cout << "  " << nic.name() << "  " << (nic.oper_state().empty() ? "-" : nic.oper_state())
+              << "  " << discovery::formatSpeed(nic.speed_mbps()) << "  pci "
+              << (nic.pci_bus_id().empty() ? "-" : nic.pci_bus_id()) << "  numa "
+              << (nic.numa_node() < 0 ? "-" : std::to_string(nic.numa_node()))
+              << (nic.is_virtual() ? "  virtual" : "")
+              << (nic.rdma_device().empty() ? "" : "  rdma " + nic.rdma_device()) << "\n";
+  }
+  if (node.nics().empty()) std::cout << "  (none)\n";
+  return kExitOk;
+}
+
+int runDevices(const Target& target, bool asJson) {
+  hetero_comm::v1::NodeInfo node;
+  if (int code = getNode(target, &node); code != kExitOk) return code;
+  if (asJson) {
+    std::cout << json{{"gpus", gpusJson(node)}}.dump(2) << "\n";
+  } else {
+    std::cout << gpuTable(node);
+  }
+  return kExitOk;
+}
+
+}  // namespace hc::hcctl
