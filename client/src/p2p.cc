@@ -56,16 +56,21 @@ Status readParts(const char* side, const size_t* counts, const size_t* displs, i
   return okStatus();
 }
 
-// Where the parts of one side live: the segment (by reference), the process's own memory (by
-// address, cross-memory attach) or staging (relative).
+// Where the parts of one side live: the segment (by reference), device memory (by region), the
+// process's own memory (by address, cross-memory attach) or staging (relative).
 struct SideLayout {
   const uint8_t* base = nullptr;
   bool attached = false;
   bool staged = false;
-  uint64_t stagedAt = 0;  // the side's start in the staging block
+  uint64_t stagedAt = 0;             // the side's start in the staging block
+  DeviceRuntime* runtime = nullptr;  // device memory of this runtime
+  DevicePointer device;              // ... in this allocation
 };
 
 Result<ipc::BufferRef> partRef(Connection& conn, const SideLayout& side, const Part& p) {
+  if (side.runtime != nullptr) {
+    return conn.deviceRef(side.runtime, side.device, side.base + p.offset, p.bytes);
+  }
   if (side.attached) return processMemoryRef(side.base + p.offset);
   if (side.staged) return stagedRef(side.stagedAt + p.offset);
   return conn.bufferRef(side.base + p.offset, p.bytes);
@@ -76,7 +81,7 @@ Result<ipc::BufferRef> partRef(Connection& conn, const SideLayout& side, const P
 Status postAlltoallv(const std::shared_ptr<CommState>& state, const RequestPtr& composite,
                      const std::vector<Part>& sends, const std::vector<Part>& recvs,
                      const SideLayout& sendSide, const SideLayout& recvSide,
-                     const std::shared_ptr<Staging>& staging, hc_dtype_t dtype) {
+                     const std::shared_ptr<Staging>& staging, hc_dtype_t dtype, void* stream) {
   Connection& conn = *state->conn;
   (void)groupStart();
   auto post = [&](OpType type, int peer, const Part& p) -> Status {
@@ -90,9 +95,15 @@ Status postAlltoallv(const std::shared_ptr<CommState>& state, const RequestPtr& 
     if (!ref.isOk()) return ref.status();
     (isSend ? sub.entry.send : sub.entry.recv) = *ref;
     (isSend ? sub.entry.recv : sub.entry.send) = noBufferRef();
-    if ((isSend ? sendSide : recvSide).staged) {
+    const SideLayout& side = isSend ? sendSide : recvSide;
+    if (side.staged) {
       sub.staging = staging;
       (isSend ? sub.sendStaged : sub.recvStaged) = true;
+    }
+    if (side.runtime != nullptr && stream != nullptr && side.runtime->ownsStream(stream)) {
+      // Stream-ordered like any device operation of a group (stream_ops.h).
+      sub.runtime = side.runtime;
+      sub.stream = stream;
     }
     // Parts report to the composite, never as asynchronous errors of their own.
     sub.request = makeRequest(state, /*tracked=*/true);
@@ -131,7 +142,7 @@ hc_status_t hc_recv(void* recvbuff, size_t count, hc_dtype_t dtype, int peer, hc
 
 hc_status_t hc_alltoallv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
                          void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
-                         hc_dtype_t dtype, hc_comm_t comm, hc_stream_t, hc_request_t* req) {
+                         hc_dtype_t dtype, hc_comm_t comm, hc_stream_t stream, hc_request_t* req) {
   auto c = usableComm(comm);
   if (!c.isOk()) return rejectOp(c.status(), comm != nullptr ? comm->state.get() : nullptr);
   const std::shared_ptr<CommState>& state = *c;
@@ -160,16 +171,10 @@ hc_status_t hc_alltoallv(const void* sendbuff, const size_t* sendcounts, const s
   for (auto [side, extent, name] : {std::tuple{&sendSide, sendExtent, "send buffer "},
                                     std::tuple{&recvSide, recvExtent, "recv buffer "}}) {
     if (extent == 0) continue;
-    DevicePointer device;
     for (DeviceRuntime* rt : deviceRuntimes()) {
-      if (rt->lookup(side->base, &device)) {
-        return rejectOp(hc::invalidArgument("hc_alltoallv: " + std::string(name) + "is " +
-                                            rt->name() +
-                                            " device memory, which hc_alltoallv does not take "
-                                            "yet; use hc_send/hc_recv in a group"),
-                        st);
-      }
+      if (rt->lookup(side->base, &side->device)) side->runtime = rt;
     }
+    if (side->runtime != nullptr) continue;  // each part is checked against the allocation
     auto in = conn.inSegment(side->base, extent);
     if (!in.isOk()) {
       return rejectOp(hc::Status{in.status().code(),
@@ -208,7 +213,7 @@ hc_status_t hc_alltoallv(const void* sendbuff, const size_t* sendcounts, const s
       return rejectOp(oom, st);
     }
   }
-  s = postAlltoallv(state, composite, sends, recvs, sendSide, recvSide, staging, dtype);
+  s = postAlltoallv(state, composite, sends, recvs, sendSide, recvSide, staging, dtype, stream);
   if (!s.isOk()) {
     delete handle;
     return fail(s, st);

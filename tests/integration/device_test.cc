@@ -59,6 +59,25 @@ TEST(DeviceJobTest, MixedVendorJobOverThreeNodesMatchesTheReferenceForTheWholeMa
   stopAll(*cluster);
 }
 
+// hc_alltoallv's zero-count patterns (nothing, only to self, a silent rank, a ring) with both
+// sides in device memory of different vendors on two nodes, ordered on the ranks' streams.
+TEST(DeviceJobTest, AllToAllVPatternsOnDeviceMemoryAcrossNodes) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 2;
+  options.perDaemonArgs = [](int d) { return d == 0 ? simDevices(1, 0) : simDevices(0, 1); };
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  const std::vector<std::string> devices = {"sim:nvidia:0", "sim:nvidia:0", "sim:amd:0"};
+  auto job = ClusterJob::start(*cluster, "alltoallv", {0, 0, 1},
+                               {"--mode", "alltoallv", "--seed", "3", "--watchdog", "60"}, &error,
+                               [&](int rank) { return deviceArg(devices[rank]); });
+  ASSERT_NE(job, nullptr) << error;
+  expectClusterJobSucceeds(*job, *cluster, seconds(90));
+  job.reset();
+  stopAll(*cluster);
+}
+
 // Slow copy engines (latency per copy, limited bandwidth) and a staging chunk that divides none
 // of the messages: the grid's counts up to 1Mi+3 elements come out exact on both nodes.
 TEST(DeviceJobTest, StagingUnderInjectedLatencyWithChunksThatDoNotDivideTheMessage) {

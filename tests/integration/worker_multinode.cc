@@ -69,10 +69,6 @@ int runGrid(hc_comm_t comm, const WorkerOptions& o) {
   uint64_t done = 0, wrong = 0, errors = 0, skipped = 0;
   std::map<std::pair<Coll, hc_dtype_t>, int> errorsOf;
   for (const Case& c : cases) {
-    if (device.sim && c.coll == Coll::AllToAllV) {
-      ++skipped;  // hc_alltoallv does not take device memory yet
-      continue;
-    }
     int& opErrors = errorsOf[{c.coll, c.dtype}];
     if (opErrors >= kMaxErrorsPerOp) {
       ++skipped;
