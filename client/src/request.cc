@@ -1,11 +1,8 @@
 #include "client/src/request.h"
 
-#include <cstdint>
-
-#include "common/ipc/ring.h"
-
 #include "client/src/comm_state.h"
 #include "client/src/staging.h"
+#include "common/ipc/ring.h"
 
 namespace hc::client {
 namespace {
@@ -69,11 +66,7 @@ void finishRequest(const RequestPtr& r, const Status& status, const CompletionIn
   if (comm && !status.isOk() && !r->tracked && seenBy == FailureSeenBy::Async) {
     comm->setAsyncError(status);
   }
-  if (r->doneFlag != nullptr && r->doneFlag->value.load(std::memory_order_acquire) == 0) {
-    r->doneFlag->status = static_cast<int32_t>(status.code());
-    r->doneFlag->value.store(1, std::memory_order_release);
-    ipc::futexWake(&r->doneFlag->value, INT32_MAX);
-  }
+  if (r->doneFlag != nullptr) ipc::signalDone(r->doneFlag, static_cast<int32_t>(status.code()));
   r->done.store(true, std::memory_order_release);
   // After done: hc_comm_finalize returns only once every request it waited for is visible.
   if (comm) comm->outstanding.fetch_sub(1);

@@ -35,7 +35,10 @@ void finishFromStream(void* arg) {
   // The flag is set, so the completion is in the ring or the request already failed locally.
   RequestPtr r = op->request;
   (void)op->conn->waitUntil([&r] { return r->done.load(std::memory_order_acquire); }, nullptr);
-  op->conn->doneFlags().release(op->slot);
+  // Only the daemon's completion finishes a request with success. A request failed here (abort,
+  // dead daemon) may still be completed by the daemon later, which writes its flag: that flag is
+  // never handed to another operation.
+  if (r->status.isOk()) op->conn->doneFlags().release(op->slot);
 }
 
 Status attachFlag(Submission& sub, DoneSlot* slot) {

@@ -1,5 +1,7 @@
 #include "common/ipc/ring.h"
 
+#include <cstdint>
+
 #include <linux/futex.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -26,6 +28,14 @@ bool futexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeoutNs
 
 void futexWake(std::atomic<uint32_t>* word, int count) {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, count, nullptr, nullptr, 0);
+}
+
+void signalDone(DoneFlag* flag, int32_t status) {
+  if (flag->value.load(std::memory_order_acquire) != 0) return;
+  flag->status = status;
+  // Release: a stream that sees the value also sees the status and the operation's results.
+  flag->value.store(1, std::memory_order_release);
+  futexWake(&flag->value, INT32_MAX);
 }
 
 void wakeDaemonIfSleeping(SegmentHeader* header, int daemonEventFd) {

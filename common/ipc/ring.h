@@ -90,6 +90,11 @@ void futexWake(std::atomic<uint32_t>* word, int count);
 
 // Client side, after pushing submissions: ring the daemon's eventfd only if it sleeps.
 void wakeDaemonIfSleeping(SegmentHeader* header, int daemonEventFd);
+// Completes a stream-ordered operation's done flag (protocol.h, DoneFlag): status, then value
+// with release, then wakes its waiters. The daemon calls it on completion, the client on every
+// local failure; a flag already set is left as it is, so the daemon's status stands.
+void signalDone(DoneFlag* flag, int32_t status);
+
 // Daemon side, after pushing completions: bump the futex word and wake sleeping client threads.
 void wakeClientIfSleeping(SegmentHeader* header);
 

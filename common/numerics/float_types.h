@@ -1,7 +1,7 @@
 // The narrow floating-point formats that reductions read and write: IEEE binary16 (fp16),
 // bfloat16, and the OCP 8-bit formats E4M3 (the "FN" variant: no infinities) and E5M2, held as
 // plain bit patterns, with their conversions to and from fp32 and the fp32 arithmetic of one
-// reduction step. Reductions decode every input to fp32, combine in fp32 and encode the result
+// reduction step (and fp64's rounded add and multiply, for the device kernels). Reductions decode every input to fp32, combine in fp32 and encode the result
 // once (DESIGN.md, "Numerics").
 //
 // Header-only, and written for host and device alike: it includes only <cstdint>, calls no
@@ -210,6 +210,29 @@ HC_HOST_DEVICE constexpr float addRounded(float a, float b) {
 HC_HOST_DEVICE constexpr float mulRounded(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fmul_rn(a, b);
+#else
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  return a * b;
+#endif
+}
+
+// The fp64 steps, for the fp64 reductions of the device kernels.
+HC_HOST_DEVICE constexpr double addRounded(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  return a + b;
+#endif
+}
+
+HC_HOST_DEVICE constexpr double mulRounded(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
 #else
 #if defined(__clang__)
 #pragma clang fp contract(off)

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -214,10 +213,7 @@ void Session::setDoneFlag(uint64_t requestId, const Status& status) {
   if (it == doneFlags_.end()) return;
   auto* flag = reinterpret_cast<ipc::DoneFlag*>(segment_->at(it->second));
   doneFlags_.erase(it);
-  flag->status = static_cast<int32_t>(status.code());
-  // Release: a stream that sees the value also sees the status and the operation's results.
-  flag->value.store(1, std::memory_order_release);
-  ipc::futexWake(&flag->value, INT32_MAX);
+  ipc::signalDone(flag, static_cast<int32_t>(status.code()));
 }
 
 Status Session::reply(std::span<const uint8_t> frame) { return sendMessage(socket_.get(), frame); }

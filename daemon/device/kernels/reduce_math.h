@@ -43,28 +43,6 @@ struct Select<false, IfTrue, IfFalse> {
   using Type = IfFalse;
 };
 
-HC_HOST_DEVICE HC_FORCE_INLINE double addRounded(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#endif
-  return a + b;
-#endif
-}
-
-HC_HOST_DEVICE HC_FORCE_INLINE double mulRounded(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#endif
-  return a * b;
-#endif
-}
-
 }  // namespace detail
 
 // An element type: how a stored value becomes an accumulator and back, and the arithmetic of one
@@ -161,15 +139,19 @@ struct Fp64Element {
   HC_HOST_DEVICE HC_FORCE_INLINE static Acc scalar(uint64_t bits) {
     return __builtin_bit_cast(double, bits);
   }
-  HC_HOST_DEVICE HC_FORCE_INLINE static Acc add(Acc a, Acc b) { return detail::addRounded(a, b); }
-  HC_HOST_DEVICE HC_FORCE_INLINE static Acc mul(Acc a, Acc b) { return detail::mulRounded(a, b); }
+  HC_HOST_DEVICE HC_FORCE_INLINE static Acc add(Acc a, Acc b) {
+    return numerics::detail::addRounded(a, b);
+  }
+  HC_HOST_DEVICE HC_FORCE_INLINE static Acc mul(Acc a, Acc b) {
+    return numerics::detail::mulRounded(a, b);
+  }
   HC_HOST_DEVICE HC_FORCE_INLINE static Acc max(Acc acc, Acc x) { return acc < x ? x : acc; }
   HC_HOST_DEVICE HC_FORCE_INLINE static Acc min(Acc acc, Acc x) { return x < acc ? x : acc; }
   HC_HOST_DEVICE HC_FORCE_INLINE static AvgFactor avgFactor(uint64_t nRanks) {
     return 1.0 / static_cast<double>(nRanks);
   }
   HC_HOST_DEVICE HC_FORCE_INLINE static Acc average(Acc sum, AvgFactor factor) {
-    return detail::mulRounded(sum, factor);
+    return numerics::detail::mulRounded(sum, factor);
   }
 };
 
