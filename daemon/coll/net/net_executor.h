@@ -58,8 +58,8 @@ constexpr uint16_t kHeartbeatComm = 0xffff;
 
 // Spin this long after the last pass that moved something before sleeping.
 constexpr std::chrono::microseconds kSpinAfterActivity{50};
-// After abortComm(), messages of that communicator that arrive with no receive posted are
-// dropped (releasing their senders) every kDrainInterval, for kDrainAbortedFor.
+// After abortComm(), messages of the aborted ops that arrive with no receive posted are dropped
+// (releasing their senders) every kDrainInterval, for kDrainAbortedFor.
 constexpr std::chrono::milliseconds kDrainInterval{50};
 constexpr std::chrono::milliseconds kDrainAbortedFor{10'000};
 // The sleep between passes when the transport has no event fd.
@@ -127,8 +127,9 @@ class NetExecutor {
   void submit(NetJob job);
   // Any thread. Aborts every job with spec.comm == comm that was submitted before this call and
   // has not finished: it ends with `why` (Unavailable "communicator aborted" when `why` is Ok),
-  // unless it fails otherwise first. Jobs submitted after this call are not affected, but for
-  // kDrainAbortedFor messages of `comm` that find no receive posted are dropped.
+  // unless it fails otherwise first. Jobs submitted after this call are not affected: for
+  // kDrainAbortedFor only messages of the aborted jobs' (comm, seq) that find no receive posted
+  // are dropped.
   void abortComm(uint16_t comm, Status why);
 
   // An eventfd, readable while results wait in the queue. Owned by the executor; any thread may

@@ -122,10 +122,10 @@ void ProgressLoop::startJob(NetJob job) {
 }
 
 void ProgressLoop::abortComm(uint16_t comm, const Status& why) {
-  draining_[comm] = Clock::now() + kDrainAbortedFor;
   nextHousekeeping_ = Clock::time_point::min();
   for (Job& job : jobs_) {
     if (job.spec.comm != comm) continue;
+    draining_[transport::makeTag(comm, job.spec.seq, 0)] = Clock::now() + kDrainAbortedFor;
     job.abortedByOwner = true;
     job.op->abort(why);
   }

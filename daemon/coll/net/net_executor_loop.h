@@ -137,10 +137,12 @@ class ProgressLoop {
   void checkStall(Clock::time_point now);
 
   std::unique_ptr<transport::Transport> transport_;  // reset by teardown(), before the buffers go
-  // Communicators aborted by the owner, and until when their stray traffic is drained: an
-  // aborted op posts no more receives, and a peer's send into it (a rendezvous) would otherwise
-  // wait for ever, holding that peer's op and its buffers.
-  std::map<uint16_t, Clock::time_point> draining_;
+  // Ops aborted by the owner, by the (comm, seq) bits of their tags, and until when their stray
+  // traffic is drained: an aborted op posts no more receives, and a peer's send into it (a
+  // rendezvous) would otherwise wait for ever, holding that peer's op and its buffers. Only the
+  // aborted ops' own tags: a later op of the same communicator, or a new communicator with the
+  // same low key bits, may already have messages waiting for its receives.
+  std::map<uint64_t, Clock::time_point> draining_;
   const NetExecutorOptions options_;
   Mailbox& mailbox_;  // borrowed: the NetExecutor owns it and joins this thread first
   UniqueFd epollFd_;  // over mailbox_.wakeFd() and transport_->eventFd()

@@ -151,8 +151,8 @@ void ProgressLoop::housekeeping(Clock::time_point now) {
   }
   Clock::time_point next = nextBeat_;
   for (auto it = draining_.begin(); it != draining_.end();) {
-    (void)transport_->discardUnexpected(transport::makeTag(it->first, 0, 0),
-                                        transport::kTagCommMask);
+    (void)transport_->discardUnexpected(it->first,
+                                        transport::kTagCommMask | transport::kTagSeqMask);
     if (now >= it->second) {
       it = draining_.erase(it);
     } else {

@@ -252,12 +252,15 @@ TEST(NetExecutorTest, AbortCommStopsOnlyThatCommunicatorsJobs) {
   Result<NetJobResult> queuedResult = cluster.wait(0, 3);
   ASSERT_TRUE(queuedResult.isOk()) << queuedResult.status().toString();
   EXPECT_EQ(queuedResult->status.code(), Code::Unavailable) << queuedResult->status.toString();
-  for (size_t node = 0; node < 2; ++node) {
+  // Node 1 posts first, and node 0 only after several drain passes: node 1's messages wait at
+  // node 0 with no receive posted, and must not be taken for stray traffic of the aborted ops.
+  for (size_t node : {1, 0}) {
     NetJob after = cluster.job(node, 4, NetOpKind::AllReduce, 0x0707, 3);
     after.spec.dtype = kFloat32;
     after.spec.count = mine.size();
     after.spec.buffer = node == 0 ? mine.data() : theirs.data();
     cluster.at(node).submit(std::move(after));
+    if (node == 1) std::this_thread::sleep_for(kDrainInterval * 4);
   }
   for (size_t node = 0; node < 2; ++node) {
     Result<NetJobResult> result = cluster.wait(node, 4);
