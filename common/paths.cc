@@ -23,4 +23,19 @@ std::string adminSocketPathFor(const std::string& clientSocket) {
   return stem + "-admin.sock";
 }
 
+std::string defaultStateDir() {
+  if (const char* s = std::getenv("STATE_DIRECTORY"); s != nullptr && *s != '\0') {
+    const std::string all = s;  // colon-separated when the unit names several
+    return all.substr(0, all.find(':'));
+  }
+  if (::geteuid() == 0) return "/var/lib/hetero-comm";
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && *x != '\0') {
+    return std::string(x) + "/hetero-comm";
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return std::string(h) + "/.local/state/hetero-comm";
+  }
+  return "/tmp/hetero-comm-" + std::to_string(::getuid()) + "/state";
+}
+
 }  // namespace hc

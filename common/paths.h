@@ -14,4 +14,9 @@ std::string defaultSocketPath();
 // fixing it, keeps two daemons that share a runtime directory from taking each other's socket.
 std::string adminSocketPathFor(const std::string& clientSocket);
 
+// The daemon's state directory: $STATE_DIRECTORY (systemd's StateDirectory=, first entry); else
+// /var/lib/hetero-comm for root; else $XDG_STATE_HOME/hetero-comm; else
+// $HOME/.local/state/hetero-comm; else /tmp/hetero-comm-<uid>/state.
+std::string defaultStateDir();
+
 }  // namespace hc

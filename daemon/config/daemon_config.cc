@@ -184,13 +184,35 @@ hc::Status validateControl(const DaemonConfig& c, const Fail& fail) {
       return fail("control.listen",
                   "control.listen '" + c.controlListen + "': " + listen.status().message());
     }
-    // Control tells a lot about the node and will grow admin RPCs: off the node it needs TLS.
-    if (!isLoopbackHost(listen->host)) {
+    // Control tells a lot about the node: off the node it needs mutual TLS.
+    const bool mutualTls = !c.controlTlsCertFile.empty() && !c.controlTlsClientCaFile.empty();
+    if (!isLoopbackHost(listen->host) && !mutualTls) {
       return fail("control.listen",
                   "control.listen '" + c.controlListen +
-                      "' is not a loopback address; a remote control port needs TLS, which "
-                      "hetero-commd does not support yet (use 127.0.0.1, [::1] or the admin "
-                      "socket; for probes, control.health_listen serves Health alone)");
+                      "' is not a loopback address; a remote control port needs mutual TLS "
+                      "(control.tls_cert_file, tls_key_file and tls_client_ca_file), or use "
+                      "127.0.0.1, [::1] or the admin socket; for probes, "
+                      "control.health_listen serves Health alone");
+    }
+  }
+  if (c.controlTlsCertFile.empty() != c.controlTlsKeyFile.empty()) {
+    return fail(c.controlTlsCertFile.empty() ? "control.tls_key_file" : "control.tls_cert_file",
+                "control.tls_cert_file and control.tls_key_file go together: set both or neither");
+  }
+  if (!c.controlTlsClientCaFile.empty() && c.controlTlsCertFile.empty()) {
+    return fail("control.tls_client_ca_file",
+                "control.tls_client_ca_file needs control.tls_cert_file and tls_key_file");
+  }
+  if (!c.controlTlsCertFile.empty() && c.controlListen.empty()) {
+    return fail("control.tls_cert_file",
+                "control.tls_cert_file is set but control.listen is not: TLS applies to the TCP "
+                "control listener only");
+  }
+  if (!c.metricsListen.empty()) {
+    auto metrics = splitHostPort(c.metricsListen);
+    if (!metrics) {
+      return fail("metrics.listen",
+                  "metrics.listen '" + c.metricsListen + "': " + metrics.status().message());
     }
   }
   if (!c.controlHealthListen.empty()) {
@@ -312,6 +334,18 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
   if (c.initTimeoutMs <= 0) {
     return fail("comm.init_timeout_ms", "comm.init_timeout_ms must be greater than 0, got " +
                                             std::to_string(c.initTimeoutMs));
+  }
+  if (c.lateReportMs < 0) {
+    return fail("comm.late_report_ms",
+                "comm.late_report_ms must be >= 0 (0 = never), got " + std::to_string(c.lateReportMs));
+  }
+  if (c.flightRecordEntries < 1 || c.flightRecordEntries > 1000000) {
+    return fail("comm.flight_record_entries", "comm.flight_record_entries must be in [1, 1000000], got " +
+                                                  std::to_string(c.flightRecordEntries));
+  }
+  if (c.stateDir.empty() || c.stateDir[0] != '/') {
+    return fail("server.state_dir",
+                "server.state_dir must be an absolute path, got '" + c.stateDir + "'");
   }
   if (c.opTimeoutMs < 0) {
     return fail("comm.op_timeout_ms", "comm.op_timeout_ms must be 0 (no limit) or positive, got " +

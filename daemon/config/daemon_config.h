@@ -23,6 +23,9 @@ struct DaemonConfig {
   // [server]
   std::string socketPath = hc::defaultSocketPath();  // socket; aliases HC_SOCKET, --socket
   std::string logLevel = "info";  // log_level: trace|debug|info|warn|error|off; HC_LOG_LEVEL
+  // state_dir: where flight records are dumped (systemd's StateDirectory=). Default:
+  // $STATE_DIRECTORY, else /var/lib/hetero-comm for root, else $XDG_STATE_HOME/hetero-comm.
+  std::string stateDir = hc::defaultStateDir();
   // [session]
   uint64_t segmentBytes = 1ull << 30;      // segment_bytes: default per-client shared segment
   uint64_t maxSegmentBytes = 16ull << 30;  // max_segment_bytes: cap on what a client may request
@@ -44,6 +47,11 @@ struct DaemonConfig {
   // [comm]
   int32_t initTimeoutMs = 120000;  // init_timeout_ms: deadline for all ranks to join (>0)
   int32_t opTimeoutMs = 0;         // op_timeout_ms: 0 = a late rank is waited for without limit
+  // late_report_ms: a communicator whose oldest op has waited this long for a rank logs which
+  // ranks have not posted it and dumps its flight record to state_dir (once per stuck op); it
+  // keeps waiting. 0 = never.
+  int32_t lateReportMs = 300000;
+  uint32_t flightRecordEntries = 2000;  // flight_record_entries: ops kept per communicator
   // [peer]: this daemon among the others: the Peer gRPC listener, the cluster token, UCX between
   // daemons and the inter-node algorithm.
   // listen: "host:port" of the Peer listener ("[v6]:port"; port 0 picks a free port). "" = no
@@ -75,6 +83,15 @@ struct DaemonConfig {
   // health_listen: "host:port" of a plaintext listener that serves Health alone (kubelet gRPC
   // probes carry no credentials); "" = none.
   std::string controlHealthListen;
+  // tls_cert_file, tls_key_file (PEM): the TCP control listener speaks TLS with these;
+  // tls_client_ca_file: clients must present a certificate signed by it (mutual TLS). With all
+  // three, control.listen may bind beyond loopback.
+  std::string controlTlsCertFile;
+  std::string controlTlsKeyFile;
+  std::string controlTlsClientCaFile;
+  // [metrics]: listen: "host:port" of the Prometheus /metrics HTTP endpoint (port 0: a free
+  // port); "" = none. 9410 is the customary port (beside dcgm-exporter's 9400).
+  std::string metricsListen;
   // [devices]: staging_chunk_bytes: device memory moves through host staging in copies of this
   // size (the CPU-forwarding path; every device copy engine gets several in flight).
   uint64_t stagingChunkBytes = 4ull << 20;

@@ -15,9 +15,11 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 35> kSettings = {{
+const std::array<Setting, 42> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
+    {"server", "state_dir", &C::stateDir, "--state-dir",
+     "where flight records are dumped (default $STATE_DIRECTORY or /var/lib/hetero-comm)"},
     {"session", "segment_bytes", &C::segmentBytes, "--segment-bytes",
      "default shared segment per client (bytes, or \"512MiB\")"},
     {"session", "max_segment_bytes", &C::maxSegmentBytes, "--max-segment-bytes",
@@ -42,6 +44,11 @@ const std::array<Setting, 35> kSettings = {{
      "deadline for all ranks of a communicator to join (> 0)"},
     {"comm", "op_timeout_ms", &C::opTimeoutMs, "--op-timeout-ms",
      "0 = a late rank is waited for without limit"},
+    {"comm", "late_report_ms", &C::lateReportMs, "",
+     "after this long waiting for a rank, log who has not posted and dump the flight record; "
+     "0 = never"},
+    {"comm", "flight_record_entries", &C::flightRecordEntries, "",
+     "operations the flight recorder keeps per communicator (1..1000000)"},
     {"peer", "listen", &C::peerListen, "",
      "host:port of the Peer gRPC listener (port 0: any free port); \"\" = none, single-node only"},
     {"peer", "advertise", &C::peerAdvertise, "",
@@ -66,6 +73,13 @@ const std::array<Setting, 35> kSettings = {{
      "loopback host:port for Health and Control over TCP (port 0: any free port); \"\" = none"},
     {"control", "health_listen", &C::controlHealthListen, "",
      "host:port of a plaintext Health-only listener for probes (port 0: any free port); \"\" = none"},
+    {"control", "tls_cert_file", &C::controlTlsCertFile, "",
+     "PEM certificate of the TCP control listener; \"\" = plaintext (loopback only)"},
+    {"control", "tls_key_file", &C::controlTlsKeyFile, "", "PEM private key of tls_cert_file"},
+    {"control", "tls_client_ca_file", &C::controlTlsClientCaFile, "",
+     "PEM CA that client certificates must chain to; with it control.listen may leave loopback"},
+    {"metrics", "listen", &C::metricsListen, "",
+     "host:port of the Prometheus /metrics endpoint (port 0: any free port); \"\" = none"},
     {"devices", "staging_chunk_bytes", &C::stagingChunkBytes, "",
      "device<->host staging copies are issued in chunks of this size (>= 4KiB)"},
     {"devices.sim", "nvidia", &C::simNvidia, "",
@@ -83,8 +97,9 @@ const std::array<Setting, 35> kSettings = {{
      "memory each sim device reports (nominal: nothing is reserved)"},
 }};
 
-const std::array<std::string_view, 9> kSections = {
-    "server", "session", "access", "exec", "comm", "peer", "control", "devices", "devices.sim"};
+const std::array<std::string_view, 10> kSections = {
+    "server", "session", "access", "exec",    "comm",
+    "peer",   "control", "metrics", "devices", "devices.sim"};
 
 template <class... Ts>
 struct Overloaded : Ts... {
