@@ -1,26 +1,68 @@
 // ControlService: hetero_comm.v1.Control with the callback API. GetNode answers from a NodeInfo
-// taken at startup (plus the uptime); the other RPCs are declared in control.proto and answer
-// UNIMPLEMENTED (the generated base class) until they are written.
+// taken at startup (plus the uptime); ListClients, ListCommunicators, GetFlightRecord and
+// GetStats from the status board the IPC thread keeps; TraceCommunicator asks the other daemons
+// of the communicator on a thread of its own (control_lists.cc).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+#include "daemon/control/cluster_token.h"
 #include "daemon/control/node_info.h"
+#include "daemon/session/status_board.h"
 #include "hetero_comm/v1/control.grpc.pb.h"
 
 namespace hc::control {
 
+// What the Control RPCs beyond GetNode read. All optional: without a board they answer
+// UNAVAILABLE, without a token TraceCommunicator reports the other daemons unreachable.
+struct ControlSources {
+  const session::StatusBoard* board = nullptr;  // borrowed: outlives the service
+  std::shared_ptr<const ClusterToken> token;    // the Peer cluster token, for other daemons
+  std::string selfAddress;                      // this daemon's Peer address ("" = none)
+  std::chrono::milliseconds peerTimeout{2000};  // per daemon asked by TraceCommunicator
+};
+
 class ControlService final : public hetero_comm::v1::Control::CallbackService {
  public:
-  explicit ControlService(NodeInfo node) : node_(std::move(node)) {}
+  explicit ControlService(NodeInfo node, ControlSources sources = {})
+      : node_(std::move(node)), sources_(std::move(sources)) {}
+  ~ControlService() override;  // waits for the traces under way
 
   // hetero_comm::v1::Control::CallbackService. Run on gRPC's callback threads; never block.
   grpc::ServerUnaryReactor* GetNode(grpc::CallbackServerContext* context,
                                     const hetero_comm::v1::GetNodeRequest* request,
                                     hetero_comm::v1::NodeInfo* response) override;
+  grpc::ServerUnaryReactor* ListClients(grpc::CallbackServerContext* context,
+                                        const hetero_comm::v1::ListClientsRequest* request,
+                                        hetero_comm::v1::ListClientsResponse* response) override;
+  grpc::ServerUnaryReactor* ListCommunicators(
+      grpc::CallbackServerContext* context, const hetero_comm::v1::ListCommunicatorsRequest* request,
+      hetero_comm::v1::ListCommunicatorsResponse* response) override;
+  grpc::ServerUnaryReactor* GetFlightRecord(
+      grpc::CallbackServerContext* context, const hetero_comm::v1::GetFlightRecordRequest* request,
+      hetero_comm::v1::GetFlightRecordResponse* response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const hetero_comm::v1::GetStatsRequest* request,
+                                     hetero_comm::v1::GetStatsResponse* response) override;
+  grpc::ServerUnaryReactor* TraceCommunicator(
+      grpc::CallbackServerContext* context, const hetero_comm::v1::TraceCommunicatorRequest* request,
+      hetero_comm::v1::TraceCommunicatorResponse* response) override;
 
  private:
+  // The communicator a request names, or NOT_FOUND / UNAVAILABLE.
+  Result<std::shared_ptr<const session::FlightRecorder>> findComm(const std::string& name) const;
+  void trace(std::shared_ptr<const session::FlightRecorder> comm,
+             hetero_comm::v1::TraceCommunicatorResponse* response, grpc::ServerUnaryReactor* reactor);
+
   const NodeInfo node_;  // read-only after construction: any thread may read it
+  const ControlSources sources_;
+  std::mutex tracesMutex_;
+  std::condition_variable tracesDone_;
+  int tracesRunning_ = 0;
 };
 
 // The protobuf form of `node`, with the uptime at `now`. Exposed for tests.

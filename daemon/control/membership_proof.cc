@@ -118,6 +118,19 @@ bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const
   return matches(computeTableProof(token, joinerNonce, key, table), proof);
 }
 
+Proof computeProgressProof(const ClusterToken& token, const Nonce& nonce, const std::string& key) {
+  std::string m("hetero-comm/peer-progress/v1");
+  m.push_back('\0');
+  m.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  m.append(key);
+  return hmacOf(token, m);
+}
+
+bool verifyProgressProof(const ClusterToken& token, const Nonce& nonce, const std::string& key,
+                         std::span<const uint8_t> proof) {
+  return matches(computeProgressProof(token, nonce, key), proof);
+}
+
 NonceBook::NonceBook(std::chrono::milliseconds ttl, size_t capacity,
                      std::function<Clock::time_point()> now)
     : ttl_(ttl), capacity_(capacity), now_(std::move(now)) {}

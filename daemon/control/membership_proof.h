@@ -53,6 +53,11 @@ Proof computeTableProof(const ClusterToken& token, const Nonce& joinerNonce, con
 bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
                       const RankTable& table, std::span<const uint8_t> proof);
 
+// Peer.GetCommProgress: "hetero-comm/peer-progress/v1" 0x00 | nonce (32) | comm key string.
+Proof computeProgressProof(const ClusterToken& token, const Nonce& nonce, const std::string& key);
+bool verifyProgressProof(const ClusterToken& token, const Nonce& nonce, const std::string& key,
+                         std::span<const uint8_t> proof);
+
 // The root's outstanding nonces. Each is accepted once, within its time to live. Thread-safe.
 class NonceBook {
  public:

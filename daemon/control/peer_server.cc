@@ -18,7 +18,8 @@ Result<std::unique_ptr<PeerServer>> PeerServer::start(const PeerServerOptions& o
   server->registry_ = std::make_unique<JoinRegistry>(registryOptions);
   server->nonces_ = std::make_unique<NonceBook>(options.nonceTtl, options.maxOutstandingNonces);
   server->service_ =
-      std::make_unique<PeerService>(std::move(token).value(), *server->nonces_, *server->registry_);
+      std::make_unique<PeerService>(std::move(token).value(), *server->nonces_,
+                                    *server->registry_, options.board);
 
   grpc::ServerBuilder builder;
   // gRPC turns SO_REUSEPORT on by default: two daemons could then share a port silently.

@@ -12,6 +12,7 @@
 #include "daemon/control/join_registry.h"
 #include "daemon/control/membership_proof.h"
 #include "daemon/control/peer_service.h"
+#include "daemon/session/status_board.h"
 
 namespace hc::control {
 
@@ -36,6 +37,9 @@ struct PeerServerOptions {
   std::chrono::milliseconds nonceTtl{10'000};
   size_t maxOutstandingNonces = 65'536;
   PeerTlsOptions tls;
+  // Answers Peer.GetCommProgress from it; null: NOT_FOUND for every communicator. Borrowed:
+  // outlives the server.
+  const session::StatusBoard* board = nullptr;
 };
 
 class PeerServer {

@@ -51,8 +51,9 @@ class JoinReactor final : public grpc::ServerUnaryReactor {
 
 }  // namespace
 
-PeerService::PeerService(ClusterToken token, NonceBook& nonces, JoinRegistry& registry)
-    : token_(std::move(token)), nonces_(nonces), registry_(registry) {}
+PeerService::PeerService(ClusterToken token, NonceBook& nonces, JoinRegistry& registry,
+                         const session::StatusBoard* board)
+    : token_(std::move(token)), nonces_(nonces), registry_(registry), board_(board) {}
 
 grpc::ServerUnaryReactor* PeerService::Challenge(grpc::CallbackServerContext* context,
                                                  const hetero_comm::v1::ChallengeRequest*,
@@ -104,6 +105,52 @@ grpc::ServerUnaryReactor* PeerService::Join(grpc::CallbackServerContext* context
       new JoinReactor(registry_, token_, admitted->join.key, admitted->joinerNonce, response);
   registry_.add(reactor->ticket(), std::move(admitted->join),
                 [reactor](Result<RankTable> result) { reactor->complete(result); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PeerService::GetCommProgress(
+    grpc::CallbackServerContext* context, const hetero_comm::v1::CommProgressRequest* request,
+    hetero_comm::v1::CommProgressResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto answer = [&]() -> Status {
+    if (!nonces_.redeem(bytesOf(request->nonce()))) {
+      return Status(Code::PermissionDenied,
+                    "progress refused: its nonce is unknown, expired or already used");
+    }
+    Result<Nonce> nonce = nonceOf(request->nonce(), "nonce");
+    if (!nonce.isOk()) return nonce.status();
+    if (!verifyProgressProof(token_, nonce.value(), request->comm_key(), bytesOf(request->proof()))) {
+      spdlog::warn("peer: refused a progress query from {}: wrong membership proof",
+                   context->peer());
+      return Status(Code::PermissionDenied,
+                    "progress refused: the membership proof does not match (another cluster "
+                    "token)");
+    }
+    std::shared_ptr<const session::FlightRecorder> comm;
+    for (const auto& c : board_ ? board_->comms() : decltype(board_->comms()){}) {
+      if (c->identity().keyHex == request->comm_key()) comm = c;
+    }
+    if (!comm) {
+      return Status(Code::NotFound,
+                    "this daemon holds no communicator with key " + request->comm_key());
+    }
+    for (const session::RankProgress& p : comm->snapshot(1).ranks) {
+      hetero_comm::v1::PeerRankProgress* out = response->add_ranks();
+      out->set_rank(static_cast<uint32_t>(p.rank));
+      out->set_collectives_posted(p.collectivesPosted);
+      out->set_collectives_finished(p.collectivesFinished);
+      out->set_p2p_posted(p.transfersPosted);
+      out->set_p2p_finished(p.transfersFinished);
+      if (p.lastPosted) {
+        out->set_last_profiling_name(p.lastPosted->profilingName);
+        out->set_last_collective_seq_id(p.lastPosted->collectiveSeqId);
+        out->set_last_p2p_seq_id(p.lastPosted->p2pSeqId);
+        out->set_last_state(session::flightStateName(p.lastPosted->state));
+      }
+    }
+    return okStatus();
+  };
+  reactor->Finish(toGrpcStatus(answer()));
   return reactor;
 }
 

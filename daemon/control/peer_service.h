@@ -12,6 +12,7 @@
 #include "daemon/control/cluster_token.h"
 #include "daemon/control/join_registry.h"
 #include "daemon/control/membership_proof.h"
+#include "daemon/session/status_board.h"
 #include "hetero_comm/v1/peer.grpc.pb.h"
 
 namespace hc::control {
@@ -20,7 +21,8 @@ class PeerService final : public hetero_comm::v1::Peer::CallbackService {
  public:
   // Borrowed: the owner (PeerServer) keeps the registry and nonces alive until the gRPC server
   // has shut down and every reactor is done.
-  PeerService(ClusterToken token, NonceBook& nonces, JoinRegistry& registry);
+  PeerService(ClusterToken token, NonceBook& nonces, JoinRegistry& registry,
+              const session::StatusBoard* board);
 
   // hetero_comm::v1::Peer::CallbackService. Run on gRPC's callback threads; never block.
   grpc::ServerUnaryReactor* Challenge(grpc::CallbackServerContext* context,
@@ -29,6 +31,9 @@ class PeerService final : public hetero_comm::v1::Peer::CallbackService {
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* context,
                                  const hetero_comm::v1::JoinRequest* request,
                                  hetero_comm::v1::JoinResponse* response) override;
+  grpc::ServerUnaryReactor* GetCommProgress(grpc::CallbackServerContext* context,
+                                            const hetero_comm::v1::CommProgressRequest* request,
+                                            hetero_comm::v1::CommProgressResponse* response) override;
 
  private:
   struct Admitted {
@@ -41,6 +46,7 @@ class PeerService final : public hetero_comm::v1::Peer::CallbackService {
   const ClusterToken token_;
   NonceBook& nonces_;
   JoinRegistry& registry_;
+  const session::StatusBoard* board_;
 };
 
 }  // namespace hc::control

@@ -65,13 +65,25 @@ control::NodeInfo describeNode(const config::DaemonConfig& config,
 
 Result<std::unique_ptr<ControlSide>> ControlSide::start(const config::DaemonConfig& config,
                                                         const device::DeviceRegistry& devices,
-                                                        const std::string& peerAddress) {
+                                                        const std::string& peerAddress,
+                                                        const session::StatusBoard* board) {
   discovery::Inventory inventory = discovery::discoverInventory(devices);
   spdlog::info("inventory: {}", discovery::summarizeInventory(inventory));
   control::ControlServerOptions options;
   options.adminSocket = config.controlAdminSocket;
   options.listen = config.controlListen;
   options.healthListen = config.controlHealthListen;
+  options.tlsCertFile = config.controlTlsCertFile;
+  options.tlsKeyFile = config.controlTlsKeyFile;
+  options.tlsClientCaFile = config.controlTlsClientCaFile;
+  options.sources.board = board;
+  options.sources.selfAddress = peerAddress;
+  if (!config.peerListen.empty()) {
+    // PeerSide read the same file a moment ago; a failure here would be a race with an edit.
+    auto token = control::ClusterToken::load(config.peerTokenFile);
+    if (!token.isOk()) return token.status();
+    options.sources.token = std::make_shared<const control::ClusterToken>(std::move(token).value());
+  }
   auto server =
       control::ControlServer::start(options, describeNode(config, inventory, peerAddress));
   if (!server.isOk()) return server.status();

@@ -15,16 +15,18 @@
 #include "daemon/config/daemon_config.h"
 #include "daemon/control/control_server.h"
 #include "daemon/device/registry.h"
+#include "daemon/session/status_board.h"
 
 namespace hc::server {
 
 class ControlSide {
  public:
   // Takes the inventory (a few milliseconds of sysfs) and starts the listeners. `peerAddress` is
-  // the Peer listener's advertised address, "" without one. Control path, IPC thread.
+  // the Peer listener's advertised address, "" without one; `board` (borrowed, outlives this)
+  // answers the Control RPCs about clients and communicators. Control path, IPC thread.
   [[nodiscard]] static Result<std::unique_ptr<ControlSide>> start(
       const config::DaemonConfig& config, const device::DeviceRegistry& devices,
-      const std::string& peerAddress);
+      const std::string& peerAddress, const session::StatusBoard* board);
   ~ControlSide();  // shutdown()
 
   // The IPC thread calls these; gRPC threads read the statuses they set.

@@ -9,11 +9,13 @@
 
 namespace hc::server {
 
-Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& config) {
+Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& config,
+                                                  const session::StatusBoard* board) {
   std::unique_ptr<PeerSide> p(new PeerSide());
   control::PeerServerOptions so;
   so.bindAddress = config.peerListen;
   so.tokenPath = config.peerTokenFile;
+  so.board = board;
   so.defaultJoinTimeout = std::chrono::milliseconds(config.initTimeoutMs);
   auto server = control::PeerServer::start(so);
   if (!server.isOk()) {

@@ -12,13 +12,16 @@
 #include "daemon/control/peer_client.h"
 #include "daemon/control/peer_server.h"
 #include "daemon/session/bootstrap.h"
+#include "daemon/session/status_board.h"
 
 namespace hc::server {
 
 class PeerSide final : public session::Bootstrap {
  public:
   // Reads the token, binds the listener, starts UCX and the progress thread. Control path.
-  [[nodiscard]] static Result<std::unique_ptr<PeerSide>> start(const config::DaemonConfig& config);
+  // `board` (borrowed, outlives this) answers other daemons' Peer.GetCommProgress.
+  [[nodiscard]] static Result<std::unique_ptr<PeerSide>> start(const config::DaemonConfig& config,
+                                                               const session::StatusBoard* board);
   ~PeerSide() override;
 
   // What the engine borrows; valid until shutdown().

@@ -18,6 +18,7 @@
 #include "common/ipc/frames.h"
 #include "common/seqpacket.h"
 #include "daemon/server/devices.h"
+#include "daemon/transport/ucx/ucx_transport.h"
 
 namespace hc::server {
 namespace {
@@ -61,14 +62,32 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   auto devices = buildDeviceRegistry(config);
   if (!devices.isOk()) return devices.status();
   s->devices_ = std::move(devices.value());
+  metrics::BuildInfo build{.version = HC_VERSION, .ucx = transport::ucxVersion()};
+#if defined(HC_HAVE_CUDA)
+  build.cuda = true;
+#endif
+#if defined(HC_HAVE_HIP)
+  build.rocm = true;
+#endif
+  s->metrics_ = std::make_unique<metrics::DaemonMetrics>(std::move(build));
+  if (!config.metricsListen.empty()) {
+    auto served = metrics::MetricsServer::start(config.metricsListen, *s->metrics_);
+    if (!served.isOk()) return served.status();
+    s->metricsServer_ = std::move(served.value());
+  }
   session::EngineOptions eo;
+  eo.metrics = s->metrics_.get();
   eo.inlineBytes = config.inlineBytes;
   eo.initTimeoutMs = config.initTimeoutMs;
   eo.opTimeoutMs = config.opTimeoutMs;
   eo.stagingChunkBytes = config.stagingChunkBytes;
+  eo.board = &s->board_;
+  eo.stateDir = config.stateDir;
+  eo.lateReportMs = config.lateReportMs;
+  eo.flightRecordEntries = config.flightRecordEntries;
   session::MultiNode multiNode;
   if (!config.peerListen.empty()) {
-    auto peer = PeerSide::start(config);
+    auto peer = PeerSide::start(config, &s->board_);
     if (!peer.isOk()) return peer.status();
     s->peer_ = std::move(peer.value());
     multiNode = s->peer_->multiNode();
@@ -79,7 +98,8 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   if (!listen.isOk()) return listen.status();
   s->listen_ = std::move(listen.value());
   // After the client socket: the admin socket's default folder is the one it just created.
-  auto control = ControlSide::start(config, s->devices_, s->peer_ ? s->peer_->advertise() : "");
+  auto control = ControlSide::start(config, s->devices_, s->peer_ ? s->peer_->advertise() : "",
+                                     &s->board_);
   if (!control.isOk()) return control.status();
   s->control_ = std::move(control.value());
   HC_RETURN_IF_ERROR(s->watch(s->listen_.get(), kListenTag, EPOLLIN));
@@ -254,6 +274,12 @@ void Server::acceptClients() {
     if (peer_) s->setPeerAddress(peer_->advertise());
     if (!watch(raw, kSocketTag | id, EPOLLIN | EPOLLRDHUP).isOk()) continue;
     sessions_[id] = s;
+    metrics_->setClients(static_cast<int64_t>(sessions_.size()));
+    board_.clientConnected(session::ClientInfo{.id = id,
+                                               .pid = peer->pid,
+                                               .uid = peer->uid,
+                                               .gid = peer->gid,
+                                               .connectedNs = session::wallClockNs()});
   }
 }
 
@@ -285,6 +311,7 @@ void Server::onClientSocket(const session::SessionPtr& s) {
         if (!watch(s->eventFd(), kEventTag | s->id(), EPOLLIN).isOk()) {
           bad = internalError("cannot watch the client's eventfd");
         }
+        board_.clientUpdated(s->id(), s->name(), s->segment()->bytes());
         notifyStatus();
       }
     }
@@ -305,6 +332,8 @@ void Server::closeSession(const session::SessionPtr& s, const Status& why, bool 
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->socketFd(), nullptr);
   if (s->welcomed()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->eventFd(), nullptr);
   sessions_.erase(s->id());
+  board_.clientGone(s->id());
+  metrics_->setClients(static_cast<int64_t>(sessions_.size()));
   s->closeSocket();
   if (s->welcomed()) spdlog::info("{} closed: {}", s->describe(), why.message());
   notifyStatus();

@@ -15,11 +15,14 @@
 #include "daemon/coll/reduction_pool.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/device/registry.h"
+#include "daemon/metrics/daemon_metrics.h"
+#include "daemon/metrics/metrics_server.h"
 #include "daemon/server/control_side.h"
 #include "daemon/server/listener.h"
 #include "daemon/server/peer_side.h"
 #include "daemon/session/engine.h"
 #include "daemon/session/session.h"
+#include "daemon/session/status_board.h"
 
 namespace hc::server {
 
@@ -47,6 +50,13 @@ class Server {
 
   config::DaemonConfig config_;
   AccessPolicy policy_;
+  // Clients and communicators as the control plane reads them; before the engine and the
+  // control listeners, which borrow it.
+  session::StatusBoard board_;
+  // The Prometheus metrics and their /metrics endpoint (metrics.listen); before the engine,
+  // which reports to them.
+  std::unique_ptr<metrics::DaemonMetrics> metrics_;
+  std::unique_ptr<metrics::MetricsServer> metricsServer_;
   UniqueFd epoll_;
   UniqueFd listen_;
   UniqueFd signals_;

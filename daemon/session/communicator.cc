@@ -97,6 +97,7 @@ void Communicator::assignSequences(int rank, Unit& unit) {
     } else {
       op.seq = collectivesPosted_[rank]++;
     }
+    recordPosted(rank, op);
   }
 }
 
@@ -219,6 +220,13 @@ Status Communicator::agreement(const std::vector<const PendingOp*>& ops,
 std::vector<Match> Communicator::takeMatches() {
   std::vector<Match> out;
   out.swap(ready_);
+  if (recorder_) {
+    for (const Match& m : out) {
+      for (const PendingOp& op : m.ops) {
+        if (op.recordId != PendingOp::kNoRecord) recorder_->started(op.recordId);
+      }
+    }
+  }
   return out;
 }
 
@@ -231,6 +239,7 @@ void Communicator::finishMatch(const Match& match, const Status& status,
     const Match::Ref& ref = match.refs[i];
     OpResult r = i < results.size() ? results[i] : OpResult{};
     match.ops[i].session->complete(match.ops[i].requestId, result, r.value, r.rank, r.nranks);
+    recordFinished(match.ops[i], result);
     if (Unit* u = headUnit(ref.rank, ref.unit)) {
       u->states[ref.index] = State::Finished;
       --u->unfinished;
@@ -281,7 +290,14 @@ bool Communicator::needsDeparted(int rank, const PendingOp& op) const {
 }
 
 void Communicator::fail(const Status& why) {
-  if (failure_.isOk()) failure_ = why;
+  const bool first = failure_.isOk();
+  if (first) {
+    failure_ = why;
+    if (recorder_) recorder_->commFailed(why);
+  }
+  // Work outstanding when the communicator fails is what operators need the record of.
+  bool outstanding = !ready_.empty();
+  for (const auto& q : queues_) outstanding = outstanding || !q.empty();
   for (auto& unit : open_) {
     for (auto& op : unit.ops) op.session->complete(op.requestId, failure_);
     unit = Unit{};
@@ -293,6 +309,7 @@ void Communicator::fail(const Status& why) {
         // the daemon may still write.
         if (unit.states[i] == State::Waiting) {
           unit.ops[i].session->complete(unit.ops[i].requestId, failure_);
+          recordFinished(unit.ops[i], failure_);
         }
       }
     }
@@ -300,15 +317,26 @@ void Communicator::fail(const Status& why) {
   }
   // Matched but not yet taken: nothing has touched their buffers, so they fail now.
   for (auto& m : ready_) {
-    for (auto& op : m.ops) op.session->complete(op.requestId, failure_);
+    for (auto& op : m.ops) {
+      op.session->complete(op.requestId, failure_);
+      recordFinished(op, failure_);
+    }
   }
   ready_.clear();
   collectives_.clear();
   sends_.clear();
   recvs_.clear();
+  if (first && outstanding && onIncident_) onIncident_(*this, "failed", failure_.toString());
 }
 
 std::optional<std::chrono::steady_clock::time_point> Communicator::deadline() const {
+  const auto late = lateDeadline();
+  const auto timeout = timeoutDeadline();
+  if (late && timeout) return std::min(*late, *timeout);
+  return late ? late : timeout;
+}
+
+std::optional<std::chrono::steady_clock::time_point> Communicator::timeoutDeadline() const {
   if (opTimeoutMs_ <= 0 || failed()) return std::nullopt;
   std::optional<std::chrono::steady_clock::time_point> first;
   for (const auto& q : queues_) {
@@ -325,7 +353,8 @@ std::optional<std::chrono::steady_clock::time_point> Communicator::deadline() co
 }
 
 void Communicator::checkDeadline(std::chrono::steady_clock::time_point now) {
-  auto d = deadline();
+  checkLate(now);
+  auto d = timeoutDeadline();
   if (!d || now < *d) return;
   fail(Status{Code::Timeout, waitingFor() + " within " + std::to_string(opTimeoutMs_) + " ms"});
 }

@@ -16,6 +16,8 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/session/flight_recorder.h"
 #include "daemon/session/pending_op.h"
 
 namespace hc::session {
@@ -49,6 +52,7 @@ class Communicator {
 
   // Borrowed: the session outlives its membership (Engine::sessionClosed calls leave()).
   void setMember(int rank, Session* session) { members_[rank] = session; }
+  const Session* member(int rank) const { return members_[rank]; }
   // A communicator that spans daemons: `rank` lives on another daemon. Collectives then match
   // among the local ranks only (the daemons meet in the inter-node step), and a transfer with a
   // remote rank matches as soon as its local side is at the head (a Match of one op).
@@ -88,9 +92,23 @@ class Communicator {
   const Status& failure() const { return failure_; }
 
   // When the oldest waiting op has waited longer than the op timeout, fails the communicator
-  // with Timeout naming what it waits for.
+  // with Timeout naming what it waits for. When the oldest unfinished op has waited past the
+  // late report time, reports it (once per op) through the incident handler and goes on waiting.
   void checkDeadline(std::chrono::steady_clock::time_point now);
   std::optional<std::chrono::steady_clock::time_point> deadline() const;
+
+  // What operators see. The engine gives every communicator a flight recorder, the key that
+  // names it on every daemon, and a handler for incidents: "late" (see checkDeadline) and
+  // "failed" (the communicator failed with operations outstanding). The handler runs on the IPC
+  // thread, inside the call that found the incident, and must not call back into this object
+  // but for its const accessors.
+  using IncidentHandler = std::function<void(const Communicator& comm, const std::string& reason,
+                                             const std::string& detail)>;
+  void observe(std::shared_ptr<FlightRecorder> recorder, std::string keyHex, int lateReportMs,
+               IncidentHandler onIncident);
+  const std::shared_ptr<FlightRecorder>& recorder() const { return recorder_; }
+  const std::string& keyHex() const { return keyHex_; }
+  std::vector<int> localRanks() const;
 
  private:
   enum class State { Waiting, Running, Finished };
@@ -115,6 +133,13 @@ class Communicator {
                    uint64_t seq) const;
   void popFinishedHeads(int rank);
   std::string waitingFor() const;
+  // The unfinished op (waiting or running) posted first, and its rank; null when none.
+  const PendingOp* oldestUnfinished(int* owner, bool* running) const;
+  std::optional<std::chrono::steady_clock::time_point> lateDeadline() const;
+  std::optional<std::chrono::steady_clock::time_point> timeoutDeadline() const;
+  void checkLate(std::chrono::steady_clock::time_point now);
+  void recordPosted(int rank, PendingOp& op);
+  void recordFinished(const PendingOp& op, const Status& status);
   bool needsDeparted(int rank, const PendingOp& op) const;
 
   uint64_t id_;
@@ -139,6 +164,12 @@ class Communicator {
   bool anyDeparted_ = false;
   Status failure_;
   int opTimeoutMs_;
+
+  std::shared_ptr<FlightRecorder> recorder_;
+  std::string keyHex_;
+  int lateReportMs_ = 0;
+  IncidentHandler onIncident_;
+  uint64_t lateReported_ = PendingOp::kNoRecord;  // the record id of the op last reported late
 };
 
 }  // namespace hc::session

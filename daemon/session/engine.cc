@@ -141,6 +141,7 @@ void Engine::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
   }
   spdlog::info("communicator {:x} formed: {} local ranks", comm->id(), init.nranks);
   comms_[comm->id()] = comm;
+  observe(comm, key);
   inits_.erase(it);
 }
 
@@ -245,6 +246,7 @@ void Engine::split(const std::shared_ptr<Communicator>& comm, const Match& match
       results[i] = {s->addMember(Member{child, r}), r, n};
     }
     comms_[child->id()] = child;
+    observe(child, splitKeyHex(comm->keyHex(), match.seq, color));
     spdlog::info("communicator {:x} split from {:x}: color {}, {} local ranks", child->id(),
                  comm->id(), color, n);
   }
@@ -318,6 +320,7 @@ void Engine::dropIfEmpty(const std::shared_ptr<Communicator>& comm) {
   if (comm->hasMembers()) return;
   retireNet(comm);
   comms_.erase(comm->id());
+  if (options_.board != nullptr) options_.board->commGone(comm->id());
 }
 
 void Engine::checkDeadlines(Clock::time_point now) {

@@ -19,10 +19,12 @@
 #include "daemon/coll/hier/node_plan.h"
 #include "daemon/coll/local_plan.h"
 #include "daemon/coll/reduction_pool.h"
+#include "daemon/metrics/daemon_metrics.h"
 #include "daemon/session/bootstrap.h"
 #include "daemon/session/client_staging.h"
 #include "daemon/session/communicator.h"
 #include "daemon/session/session.h"
+#include "daemon/session/status_board.h"
 
 namespace hc::session {
 
@@ -33,10 +35,19 @@ struct EngineOptions {
   int opTimeoutMs = 0;
   uint32_t maxInFlight = 4096;  // per session: beyond it, submissions wait in the ring
   uint64_t stagingChunkBytes = 4 << 20;  // device<->host staging copies are issued in these
+  // What operators see (null board: no flight records, no dumps). Borrowed; outlives the engine.
+  StatusBoard* board = nullptr;
+  metrics::DaemonMetrics* metrics = nullptr;  // borrowed; null: no metrics
+  std::string stateDir;        // flight record dumps go here ("" = none)
+  int lateReportMs = 0;        // comm.late_report_ms
+  uint32_t flightRecordEntries = 2000;
 };
 
 // "0011…ff": a communicator key in logs and as the key of pending inits.
 std::string commKeyHex(const uint8_t (&key)[16]);
+// The key a communicator split from `parentKey` is known by on every daemon of it: the
+// parent's, the split's sequence number and the color, "<parent>/<seq>.<color>".
+std::string splitKeyHex(const std::string& parentKey, uint64_t seq, int color);
 
 class Engine {
  public:
@@ -136,6 +147,13 @@ class Engine {
   void split(const std::shared_ptr<Communicator>& comm, const Match& match);
   void finish(uint64_t runId);
   void dropIfEmpty(const std::shared_ptr<Communicator>& comm);
+  // Gives a new communicator (its members set) its flight recorder on the board, under the key
+  // every daemon of it knows it by, and the incident handler (log, dump).
+  // nodeAddresses and ranksOfNode as in CommIdentity (empty on one daemon).
+  void observe(const std::shared_ptr<Communicator>& comm, std::string keyHex,
+               std::vector<std::string> nodeAddresses = {},
+               std::vector<std::vector<int>> ranksOfNode = {});
+  void onIncident(const Communicator& comm, const std::string& reason, const std::string& detail);
   std::vector<coll::RankBuffers> matchBuffers(const Match& match) const;
   // engine_net.cc
   void joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, std::string root);

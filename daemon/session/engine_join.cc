@@ -139,6 +139,13 @@ void Engine::formAcrossNodes(const std::string& key, const control::RankTable& t
   }
   spdlog::info("communicator {:x} formed across {} daemons: {} ranks, {} here (node {})",
                comm->id(), table.nodes.size(), init.nranks, init.joined.size(), self);
+  std::vector<std::string> addresses;
+  std::vector<std::vector<int>> ranks;
+  for (const auto& node : table.nodes) {
+    addresses.push_back(node.identity.instance);
+    ranks.emplace_back(node.ranks.begin(), node.ranks.end());
+  }
+  observe(comm, key, std::move(addresses), std::move(ranks));
   for (int rank : init.lost) {
     comm->leave(rank, unavailable("rank " + std::to_string(rank) +
                                   ": its client went away during comm init"));

@@ -270,6 +270,9 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
     // The child's nodes: the parent's nodes that hold members, in the parent's order.
     std::vector<std::vector<uint32_t>> ranksOfNode;
     std::vector<transport::PeerAddress> nodes;
+    std::vector<std::string> peerAddresses;  // for the child's flight recorder
+    const std::vector<std::string>* parentAddresses =
+        run.comm->recorder() ? &run.comm->recorder()->identity().nodeAddresses : nullptr;
     uint32_t self = UINT32_MAX;
     for (uint32_t pn = 0; pn < parent.nodes(); ++pn) {
       std::vector<uint32_t> ranks;
@@ -281,7 +284,12 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
       if (pn == parent.self) self = static_cast<uint32_t>(ranksOfNode.size());
       ranksOfNode.push_back(std::move(ranks));
       nodes.push_back(parentNet->second.nodes[pn]);
+      if (parentAddresses && pn < parentAddresses->size()) {
+        peerAddresses.push_back((*parentAddresses)[pn]);
+      }
     }
+    std::vector<std::vector<int>> recordedRanks;
+    for (const auto& ranks : ranksOfNode) recordedRanks.emplace_back(ranks.begin(), ranks.end());
     if (self == UINT32_MAX) continue;  // no member here
     auto layout = coll::hier::NodeLayout::make(self, std::move(ranksOfNode));
     if (!layout.isOk()) {
@@ -299,6 +307,8 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
       child->setMember(c, s.get());
       results[i] = {s->addMember(Member{child, c}), c, n};
     }
+    observe(child, splitKeyHex(run.comm->keyHex(), match.seq, color), std::move(peerAddresses),
+            std::move(recordedRanks));
     spdlog::info("communicator {:x} split from {:x}: color {}, {} ranks over {} daemons",
                  child->id(), run.comm->id(), color, n, childNodes);
   }

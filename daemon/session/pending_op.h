@@ -46,6 +46,10 @@ struct PendingOp {
   // Set by the communicator when the op's unit is queued: the collective sequence number, or
   // the sequence number among this rank's sends to (receives from) the peer.
   uint64_t seq = 0;
+  // The op's entry in the communicator's flight recorder (FlightRecorder::posted); kNoRecord
+  // until the op is queued, or when the communicator keeps no record.
+  static constexpr uint64_t kNoRecord = UINT64_MAX;
+  uint64_t recordId = kNoRecord;
 };
 
 inline bool isPointToPoint(ipc::OpType t) {

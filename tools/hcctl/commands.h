@@ -23,6 +23,12 @@ enum ExitCode : int {
 struct Target {
   std::string socketPath;  // admin Unix socket; used when address is empty
   std::string address;     // "host:port"
+  // TLS to address (a TCP control listener with control.tls_*), on when tlsCaFile is set. PEM
+  // file paths; "" = not set.
+  std::string tlsCaFile;      // the CA that signed the server's certificate
+  std::string tlsCertFile;    // the client's certificate, for mutual TLS (with tlsKeyFile)
+  std::string tlsKeyFile;     // its private key
+  std::string tlsServerName;  // the name the server's certificate must carry; "" = the host
   std::chrono::milliseconds connectTimeout{1000};
   std::chrono::milliseconds rpcTimeout{1000};
 
@@ -30,7 +36,9 @@ struct Target {
   std::string uri() const { return address.empty() ? "unix:" + socketPath : address; }
 };
 
-// A connected channel, or null after printing why to stderr (exit with kExitConnectFailed).
+// A connected channel (TLS when target.tlsCaFile is set), or null after printing why to stderr
+// (exit with kExitConnectFailed): nobody listens, the TLS handshake failed, or a TLS file cannot
+// be read.
 std::shared_ptr<grpc::Channel> connect(const Target& target);
 // A context whose deadline is rpcTimeout from now.
 std::unique_ptr<grpc::ClientContext> rpcContext(const Target& target);
@@ -38,5 +46,11 @@ std::unique_ptr<grpc::ClientContext> rpcContext(const Target& target);
 int runHealth(const Target& target, const std::string& service, bool json);
 int runNode(const Target& target, bool json, bool printConfig);
 int runDevices(const Target& target, bool json);
+// comm_commands.cc
+int runClients(const Target& target, bool json);
+int runComms(const Target& target, bool json);
+int runTrace(const Target& target, const std::string& comm, bool json);
+int runRecord(const Target& target, const std::string& comm, uint32_t last);
+int runStats(const Target& target, bool json);
 
 }  // namespace hc::hcctl

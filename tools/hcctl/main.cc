@@ -21,7 +21,7 @@ std::string defaultAdminSocket() {
 
 int main(int argc, char** argv) {
   using namespace hc::hcctl;
-  CLI::App app{"hcctl: ask hetero-commd about its health, node and devices"};
+  CLI::App app{"hcctl: ask hetero-commd about its health, node, devices, clients and communicators"};
   app.require_subcommand(1);
   Target target;
   target.socketPath = defaultAdminSocket();
@@ -32,6 +32,22 @@ int main(int argc, char** argv) {
   auto* address =
       app.add_option("--address", target.address, "host:port of a control or health listener");
   socket->excludes(address);
+  auto* tlsCa = app.add_option("--tls-ca", target.tlsCaFile,
+                               "PEM CA of the server's certificate; turns TLS on (with --address)")
+                    ->check(CLI::ExistingFile)
+                    ->needs(address);
+  auto* tlsCert =
+      app.add_option("--tls-cert", target.tlsCertFile, "PEM client certificate, for mutual TLS")
+          ->check(CLI::ExistingFile)
+          ->needs(tlsCa);
+  auto* tlsKey = app.add_option("--tls-key", target.tlsKeyFile, "PEM key of --tls-cert")
+                     ->check(CLI::ExistingFile)
+                     ->needs(tlsCa);
+  tlsCert->needs(tlsKey);
+  tlsKey->needs(tlsCert);
+  app.add_option("--tls-server-name", target.tlsServerName,
+                 "the name the server's certificate must carry, when it is not the --address host")
+      ->needs(tlsCa);
   app.add_option("--connect-timeout-ms", connectMs, "how long to wait for the connection")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -53,6 +69,26 @@ int main(int argc, char** argv) {
   node->add_flag("--config", printConfig, "print the daemon's effective configuration (TOML)");
   auto* devices = app.add_subcommand("devices", "the GPU inventory");
   devices->add_flag("--json", json, "print {\"gpus\": [...]}");
+  auto* clients = app.add_subcommand("clients", "the connected training processes");
+  clients->add_flag("--json", json, "print JSON");
+  auto* comms = app.add_subcommand(
+      "comms", "the communicators: key, ranks, state, ops completed, each local rank's last op");
+  comms->add_flag("--json", json, "print JSON");
+  std::string comm;
+  auto* trace = app.add_subcommand(
+      "trace", "which ranks have not posted the collective the others wait on, asked of every "
+               "daemon of the communicator");
+  trace->add_option("COMM", comm, "communicator id, key, or a unique key prefix (4+ digits)")
+      ->required();
+  trace->add_flag("--json", json, "print JSON");
+  uint32_t last = 0;
+  auto* record = app.add_subcommand(
+      "record", "this daemon's flight record of a communicator, as JSON with PyTorch's field names");
+  record->add_option("COMM", comm, "communicator id, key, or a unique key prefix (4+ digits)")
+      ->required();
+  record->add_option("--last", last, "only the last N operations (0 = all kept)");
+  auto* stats = app.add_subcommand("stats", "uptime, clients, communicators, ops, dumps");
+  stats->add_flag("--json", json, "print JSON");
 
   try {
     app.parse(argc, argv);
@@ -65,5 +101,10 @@ int main(int argc, char** argv) {
   if (health->parsed()) return runHealth(target, service, json);
   if (node->parsed()) return runNode(target, json, printConfig);
   if (devices->parsed()) return runDevices(target, json);
+  if (clients->parsed()) return runClients(target, json);
+  if (comms->parsed()) return runComms(target, json);
+  if (trace->parsed()) return runTrace(target, comm, json);
+  if (record->parsed()) return runRecord(target, comm, last);
+  if (stats->parsed()) return runStats(target, json);
   return kExitBadArguments;
 }

@@ -68,4 +68,7 @@ std::chrono::milliseconds maxSleep(const UcxOptions& options);
 // to start. Control path: may take tens of milliseconds.
 [[nodiscard]] Result<std::unique_ptr<Transport>> createUcxTransport(const UcxOptions& options);
 
+// The UCX library's version ("1.13.1"), for build_info and logs.
+std::string ucxVersion();
+
 }  // namespace hc::transport

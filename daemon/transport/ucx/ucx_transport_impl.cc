@@ -19,6 +19,8 @@ std::chrono::milliseconds maxSleep(const UcxOptions& options) {
   return std::max(options.keepaliveInterval / 2, std::chrono::milliseconds(1));
 }
 
+std::string ucxVersion() { return ucp_get_version_string(); }
+
 Result<std::unique_ptr<Transport>> createUcxTransport(const UcxOptions& options) {
   Result<std::unique_ptr<ucx::UcxTransportImpl>> transport = ucx::UcxTransportImpl::create(options);
   if (!transport.isOk()) return transport.status();

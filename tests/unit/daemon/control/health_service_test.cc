@@ -93,7 +93,7 @@ TEST_F(HealthServiceTest, WatchOfUnknownNameStaysOpenUntilTheNameAppears) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
-TEST_F(HealthServiceTest, GetNodeReportsTheSnapshotAndOthersAreUnimplemented) {
+TEST_F(HealthServiceTest, GetNodeReportsTheSnapshotAndBoardRpcsWithoutABoardAreUnavailable) {
   auto control = hetero_comm::v1::Control::NewStub(channel_);
   grpc::ClientContext context;
   hetero_comm::v1::NodeInfo node;
@@ -103,8 +103,9 @@ TEST_F(HealthServiceTest, GetNodeReportsTheSnapshotAndOthersAreUnimplemented) {
   EXPECT_EQ(node.gpus(0).id(), "sim-nvidia:0");
   grpc::ClientContext other;
   hetero_comm::v1::GetStatsResponse stats;
+  // This server was given no status board: what needs one says so instead of answering empty.
   EXPECT_EQ(control->GetStats(&other, hetero_comm::v1::GetStatsRequest(), &stats).error_code(),
-            grpc::StatusCode::UNIMPLEMENTED);
+            grpc::StatusCode::UNAVAILABLE);
 }
 
 }  // namespace

@@ -1,0 +1,94 @@
+// Engine: what operators see of its communicators: each one's flight recorder on the status
+// board, and its incidents (a late operation, a failure with work outstanding) logged and dumped
+// as JSON into the state directory.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daemon/session/engine.h"
+#include "daemon/session/flight_json.h"
+
+namespace hc::session {
+
+namespace {
+
+// "ok", "timeout", "aborted" (a dead or departed party, an abort) or "error".
+const char* statusLabel(const Status& status) {
+  switch (status.code()) {
+    case Code::Ok: return "ok";
+    case Code::Timeout: return "timeout";
+    case Code::Unavailable: return "aborted";
+    default: return "error";
+  }
+}
+
+// One local rank's operation, in the metrics. Bytes are what the daemon read from the rank's
+// send buffer and wrote to its receive buffer; the transport says whether the communicator
+// reaches other daemons (ucx) or stays on this one (shm).
+void countFinished(metrics::DaemonMetrics& metrics, const FlightEntry& e, const Status& status,
+                   const char* transport) {
+  const int64_t start = e.timeDiscoveredStartedNs != 0 ? e.timeDiscoveredStartedNs : e.timeCreatedNs;
+  const double seconds = static_cast<double>(e.timeDiscoveredCompletedNs - start) / 1e9;
+  metrics.collectiveFinished(e.what.op, e.what.dtype.empty() ? "none" : e.what.dtype,
+                             statusLabel(status), seconds, std::max(e.what.bytesIn, e.what.bytesOut));
+  if (!status.isOk()) return;
+  if (e.what.bytesIn != 0) metrics.addBytes("sent", transport, e.what.bytesIn);
+  if (e.what.bytesOut != 0) metrics.addBytes("received", transport, e.what.bytesOut);
+}
+
+}  // namespace
+
+std::string splitKeyHex(const std::string& parentKey, uint64_t seq, int color) {
+  return parentKey + "/" + std::to_string(seq) + "." + std::to_string(color);
+}
+
+void Engine::observe(const std::shared_ptr<Communicator>& comm, std::string keyHex,
+                     std::vector<std::string> nodeAddresses,
+                     std::vector<std::vector<int>> ranksOfNode) {
+  if (options_.board == nullptr) return;
+  CommIdentity identity;
+  identity.id = comm->id();
+  identity.keyHex = keyHex;
+  identity.nranks = comm->nranks();
+  identity.localRanks = comm->localRanks();
+  identity.nodeAddresses = std::move(nodeAddresses);
+  identity.ranksOfNode = std::move(ranksOfNode);
+  const bool spans = !identity.nodeAddresses.empty();
+  if (options_.metrics != nullptr && spans) {
+    for (const std::string& peer : identity.nodeAddresses) options_.metrics->setPeerUp(peer, true);
+  }
+  auto recorder = options_.board->commCreated(std::move(identity), options_.flightRecordEntries);
+  if (options_.metrics != nullptr) {
+    recorder->setFinishSink([metrics = options_.metrics, spans](const FlightEntry& e,
+                                                                const Status& status) {
+      countFinished(*metrics, e, status, spans ? "ucx" : "shm");
+    });
+  }
+  for (int rank : comm->localRanks()) {
+    if (const Session* member = comm->member(rank)) options_.board->clientJoined(member->id(), comm->id());
+  }
+  comm->observe(std::move(recorder), std::move(keyHex), options_.lateReportMs,
+                [this](const Communicator& c, const std::string& reason, const std::string& detail) {
+                  onIncident(c, reason, detail);
+                });
+}
+
+void Engine::onIncident(const Communicator& comm, const std::string& reason,
+                        const std::string& detail) {
+  if (reason == "late") {
+    spdlog::warn("communicator {:x} ({}): {}", comm.id(), comm.keyHex(), detail);
+  }
+  if (options_.stateDir.empty() || !comm.recorder()) return;
+  Result<std::string> path =
+      dumpFlightRecord(options_.stateDir, comm.recorder()->snapshot(), reason, detail);
+  if (!path.isOk()) {
+    spdlog::error("communicator {:x}: cannot dump its flight record: {}", comm.id(),
+                  path.status().toString());
+    return;
+  }
+  options_.board->flightDumped();
+  spdlog::info("communicator {:x}: flight record ({}) dumped to {}", comm.id(), reason,
+               path.value());
+}
+
+}  // namespace hc::session

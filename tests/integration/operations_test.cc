@@ -1,0 +1,273 @@
+// What an operator asks of a stuck multi-node job, against real daemons and rank workers: rank 3
+// stops posting, and then
+//   - hcctl trace, on either daemon, names rank 3 as the one that has not posted the collective
+//     the others wait on (gathered from both daemons over Peer.GetCommProgress);
+//   - hcctl comms and clients list the communicator and the workers;
+//   - each daemon dumps the flight record to its state directory once comm.late_report_ms
+//     passes, with PyTorch's field names, and again when the job is killed;
+//   - /metrics parses and counts the collectives that ran.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/multi_daemon.h"
+
+namespace hc::integ {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+struct HcctlRun {
+  int exitCode = -1;
+  std::string output;
+};
+
+HcctlRun hcctl(const std::vector<std::string>& args, const std::string& dir) {
+  static int counter = 0;
+  std::vector<std::string> argv = {HC_HCCTL_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string error;
+  auto child = ChildProcess::spawn(argv, {}, dir + "/hcctl-" + std::to_string(++counter) + ".out",
+                                   &error);
+  if (!child) return {-1, error};
+  if (!child->waitExit(seconds(20))) return {-1, "hcctl did not exit"};
+  return {child->exitCode(), child->output()};
+}
+
+json hcctlJson(const std::vector<std::string>& args, const std::string& dir) {
+  HcctlRun run = hcctl(args, dir);
+  EXPECT_EQ(run.exitCode, 0) << run.output;
+  json parsed = json::parse(run.output, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(parsed.is_discarded()) << run.output;
+  return parsed;
+}
+
+std::vector<int> ints(const json& array) {
+  std::vector<int> out;
+  if (array.is_array()) {
+    for (const json& v : array) out.push_back(v.get<int>());
+  }
+  return out;
+}
+
+// GET /metrics over a plain socket; "" on failure.
+std::string scrape(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buffer[4096];
+      for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) response.append(buffer, n);
+    }
+  }
+  ::close(fd);
+  const size_t body = response.find("\r\n\r\n");
+  return response.starts_with("HTTP/1.1 200") && body != std::string::npos
+             ? response.substr(body + 4)
+             : "";
+}
+
+// The value of the sample named exactly `series` (name and labels as printed); -1 when absent.
+double sample(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+int loggedPort(DaemonProcess& d, const std::string& prefix) {
+  if (!d.process().waitForOutput(prefix, seconds(10))) return 0;
+  std::smatch m;
+  const std::string log = d.log();
+  if (!std::regex_search(log, m, std::regex(prefix + "([0-9]+)"))) return 0;
+  return std::stoi(m[1]);
+}
+
+std::vector<std::filesystem::path> dumps(const std::string& dir, const std::string& reason) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find("-" + reason + "-") != std::string::npos && name.ends_with(".json")) {
+      out.push_back(entry.path());
+    }
+  }
+  return out;
+}
+
+std::vector<std::filesystem::path> waitForDumps(const std::string& dir, const std::string& reason,
+                                                seconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto found = dumps(dir, reason);
+    if (!found.empty() || std::chrono::steady_clock::now() > end) return found;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+class StuckJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/hc-ops-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    ClusterOptions options;
+    options.daemonArgs = {"--set", "comm.late_report_ms=1500", "--set",
+                          "metrics.listen=127.0.0.1:0"};
+    options.perDaemonArgs = [this](int d) -> std::vector<std::string> {
+      return {"--state-dir", stateDir(d)};
+    };
+    std::string error;
+    cluster_ = DaemonCluster::start(options, &error);
+    ASSERT_NE(cluster_, nullptr) << error;
+    // Ranks 0, 1 on daemon 0 and 2, 3 on daemon 1. Each loop iteration is an allreduce and a
+    // broadcast; rank 3 posts the allreduce of iteration 3 and stops, so the others wait in
+    // collective 6, the broadcast of iteration 3.
+    job_ = ClusterJob::start(*cluster_, "stuck", {0, 0, 1, 1}, {"--mode", "loop", "--count", "1024"},
+                             &error, [](int rank) -> std::vector<std::string> {
+                               if (rank == 3) return {"--mode", "hang", "--stall-after", "3"};
+                               return {};
+                             });
+    ASSERT_NE(job_, nullptr) << error;
+    ASSERT_TRUE(job_->proc(3).waitForOutput("stalled", seconds(30))) << job_->report();
+  }
+
+  void TearDown() override {
+    job_.reset();
+    cluster_.reset();
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string stateDir(int d) const { return dir_ + "/state-" + std::to_string(d); }
+  std::string admin(int d) { return cluster_->daemon(d).dir() + "/run/hetero-commd-admin.sock"; }
+
+  std::string dir_;
+  std::unique_ptr<DaemonCluster> cluster_;
+  std::unique_ptr<ClusterJob> job_;
+};
+
+TEST_F(StuckJobTest, TraceCommsClientsDumpsAndMetricsNameTheRankThatStopped) {
+  // hcctl comms: the communicator, as daemon 1 holds it.
+  json comms = hcctlJson({"--socket", admin(1), "comms", "--json"}, dir_);
+  ASSERT_EQ(comms["communicators"].size(), 1u) << comms.dump(1);
+  const json& comm = comms["communicators"][0];
+  const std::string key = comm["key"];
+  EXPECT_EQ(key.size(), 32u);
+  EXPECT_EQ(comm["nranks"], 4);
+  EXPECT_EQ(ints(comm["local_ranks"]), (std::vector<int>{2, 3}));
+  EXPECT_EQ(comm["nodes"], 2);
+  EXPECT_EQ(comm["state"], "active");
+
+  // hcctl trace, asked of either daemon, gathers both daemons' ranks.
+  for (int d : {0, 1}) {
+    SCOPED_TRACE("trace asked of daemon " + std::to_string(d));
+    json trace = hcctlJson({"--socket", admin(d), "trace", key.substr(0, 8), "--json"}, dir_);
+    EXPECT_EQ(trace["key"], key);
+    EXPECT_EQ(ints(trace["missing"]), (std::vector<int>{3})) << trace.dump(1);
+    EXPECT_EQ(ints(trace["posted"]), (std::vector<int>{0, 1, 2})) << trace.dump(1);
+    EXPECT_TRUE(ints(trace["unknown"]).empty()) << trace.dump(1);
+    EXPECT_EQ(trace["waiting_collective_seq_id"], "6") << trace.dump(1);  // uint64 as a string
+    EXPECT_EQ(trace["waiting_profiling_name"], "nccl:broadcast") << trace.dump(1);
+    EXPECT_EQ(trace["nodes"].size(), 2u);
+    HcctlRun text = hcctl({"--socket", admin(d), "trace", key}, dir_);
+    EXPECT_EQ(text.exitCode, 0);
+    EXPECT_NE(text.output.find("ranks 3 have not posted it"), std::string::npos) << text.output;
+  }
+
+  // hcctl clients: the two workers on daemon 0, each holding the communicator.
+  json clients = hcctlJson({"--socket", admin(0), "clients", "--json"}, dir_);
+  ASSERT_EQ(clients["clients"].size(), 2u) << clients.dump(1);
+  std::set<int> pids;
+  for (const json& c : clients["clients"]) {
+    pids.insert(c["pid"].get<int>());
+    EXPECT_EQ(c["communicators"].size(), 1u);
+  }
+  std::set<int> workers;
+  for (int i : job_->onDaemon(0)) workers.insert(job_->proc(i).pid());
+  EXPECT_EQ(pids, workers);
+
+  // The late report: daemon 1 waits for rank 3 locally; daemon 0's ranks posted and wait for
+  // daemon 1. Both dump, naming what they know.
+  for (int d : {0, 1}) {
+    SCOPED_TRACE("state directory of daemon " + std::to_string(d));
+    auto late = waitForDumps(stateDir(d), "late", seconds(15));
+    ASSERT_EQ(late.size(), 1u) << cluster_->logTails();
+    std::ifstream file(late[0]);
+    json dump = json::parse(file, nullptr, false);
+    ASSERT_FALSE(dump.is_discarded());
+    EXPECT_EQ(dump["reason"], "late");
+    EXPECT_EQ(dump["comm"]["key"], key);
+    const std::string detail = dump["detail"];
+    if (d == 1) {
+      EXPECT_NE(detail.find("ranks 3 did not post it"), std::string::npos) << detail;
+    } else {
+      EXPECT_NE(detail.find("wait for other daemons"), std::string::npos) << detail;
+    }
+    // The last entry of each local rank that posted collective 6 is that broadcast, not done.
+    bool sawWaiting = false;
+    for (const json& e : dump["entries"]) {
+      for (const char* field : {"record_id", "collective_seq_id", "p2p_seq_id", "profiling_name",
+                                "time_created_ns", "input_sizes", "input_dtypes", "output_sizes",
+                                "output_dtypes", "state", "time_discovered_started_ns",
+                                "time_discovered_completed_ns"}) {
+        EXPECT_TRUE(e.contains(field)) << field;
+      }
+      if (e["collective_seq_id"] == 6) {
+        sawWaiting = true;
+        EXPECT_EQ(e["profiling_name"], "nccl:broadcast");
+        EXPECT_NE(e["state"], "completed");
+        EXPECT_NE(e["rank"], 3);
+      }
+      if (e["collective_seq_id"] == 5) EXPECT_EQ(e["state"], "completed") << e.dump();
+    }
+    EXPECT_TRUE(sawWaiting) << dump.dump(1);
+  }
+
+  // /metrics on daemon 0: its two ranks finished allreduces 1-3 and broadcasts 1-2 (int32).
+  const int port = loggedPort(cluster_->daemon(0), "metrics listening on http://127.0.0.1:");
+  ASSERT_NE(port, 0) << cluster_->daemon(0).logTail();
+  const std::string metrics = scrape(port);
+  ASSERT_FALSE(metrics.empty());
+  EXPECT_EQ(sample(metrics, "hetero_comm_collectives_total{op=\"allreduce\",dtype=\"int32\","
+                            "status=\"ok\"}"),
+            6)
+      << metrics;
+  EXPECT_EQ(sample(metrics, "hetero_comm_collectives_total{op=\"broadcast\",dtype=\"int32\","
+                            "status=\"ok\"}"),
+            4)
+      << metrics;
+  EXPECT_EQ(sample(metrics, "hetero_comm_clients"), 2) << metrics;
+  EXPECT_GT(sample(metrics, "hetero_comm_bytes_total{direction=\"sent\",transport=\"ucx\"}"), 0)
+      << metrics;
+  EXPECT_NE(metrics.find("hetero_comm_build_info{"), std::string::npos);
+
+  // The job dies: the communicator fails with work outstanding, and daemon 0 dumps again.
+  for (int i = 0; i < job_->size(); ++i) ::kill(job_->proc(i).pid(), SIGKILL);
+  auto failed = waitForDumps(stateDir(0), "failed", seconds(15));
+  EXPECT_EQ(failed.size(), 1u) << cluster_->logTails();
+}
+
+}  // namespace
+}  // namespace hc::integ
