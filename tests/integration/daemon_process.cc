@@ -43,8 +43,11 @@ std::unique_ptr<DaemonProcess> DaemonProcess::start(const std::vector<std::strin
   // Debugging a failure: HC_INTEG_LOG_LEVEL=debug (and HC_INTEG_KEEP=1 to keep the logs).
   const char* level = std::getenv("HC_INTEG_LOG_LEVEL");
   std::vector<std::string> argv = launch.commandPrefix;
+  // Flight records go to the test's directory, not the machine's /var/lib (a test moves them
+  // with --set server.state_dir=..., which wins over the flag).
   argv.insert(argv.end(), {HC_DAEMON_PATH, "--socket", d->socketPath_, "--log-level",
-                           level != nullptr && *level != '\0' ? level : "info"});
+                           level != nullptr && *level != '\0' ? level : "info", "--state-dir",
+                           d->dir_ + "/state"});
   argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
   // HC_SOCKET from the test's own environment must not redirect the daemon.
   EnvVars env = launch.env;

@@ -136,7 +136,7 @@ class StuckJobTest : public ::testing::Test {
     options.daemonArgs = {"--set", "comm.late_report_ms=1500", "--set",
                           "metrics.listen=127.0.0.1:0"};
     options.perDaemonArgs = [this](int d) -> std::vector<std::string> {
-      return {"--state-dir", stateDir(d)};
+      return {"--set", "server.state_dir=" + stateDir(d)};
     };
     std::string error;
     cluster_ = DaemonCluster::start(options, &error);
