@@ -15,12 +15,14 @@ struct ReductionPool::Job {
   std::atomic<size_t> remaining{0};  // parts not yet finished
 };
 
-ReductionPool::ReductionPool(unsigned threads) {
+ReductionPool::ReductionPool(unsigned threads, HeartbeatBoard* heartbeats) {
   workers_.reserve(threads);
   for (unsigned i = 0; i < threads; ++i) {
-    workers_.emplace_back([this] { workerLoop(); });
-    // Named so that a stuck reduction is easy to find in top and gdb.
+    // Named so that a stuck reduction is easy to find in top, gdb and the watchdog's log.
     std::string name = "hc-reduce-" + std::to_string(i);
+    std::shared_ptr<Heartbeat> beat =
+        heartbeats != nullptr ? heartbeats->add(name) : std::make_shared<Heartbeat>(name);
+    workers_.emplace_back([this, beat] { workerLoop(*beat); });
     ::pthread_setname_np(workers_.back().native_handle(), name.c_str());
   }
 }
@@ -59,10 +61,12 @@ void ReductionPool::submit(size_t parts, std::function<void(size_t)> fn,
   }
 }
 
-void ReductionPool::workerLoop() {
+void ReductionPool::workerLoop(Heartbeat& beat) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
+    beat.sleeping(true);
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    beat.sleeping(false);
     if (queue_.empty()) return;  // stopping, and every job has been handed out
     // Parts are handed out one at a time under the mutex: a part is a large piece of memory
     // traffic, so the lock costs nothing next to it, and a free worker always finds work.

@@ -1,6 +1,6 @@
 // ReductionPool: a few worker threads that run the parts of large one-pass reductions and copies.
 // Workers sleep on a condition variable while there is no work; nothing spins (2-core nodes).
-// Depends on the C++ standard library only.
+// Depends on the C++ standard library and common/heartbeat.h only.
 #pragma once
 
 #include <condition_variable>
@@ -12,12 +12,15 @@
 #include <thread>
 #include <vector>
 
+#include "common/heartbeat.h"
+
 namespace hc::coll {
 
 class ReductionPool {
  public:
   // 0 threads: every job runs inline in submit(), for tests and single-core configurations.
-  explicit ReductionPool(unsigned threads);
+  // Each worker beats a heartbeat of `heartbeats` (when given) per part, and sleeps between jobs.
+  explicit ReductionPool(unsigned threads, HeartbeatBoard* heartbeats = nullptr);
   // Runs every job already submitted to completion (each `done` is called), then joins.
   ~ReductionPool();
   ReductionPool(const ReductionPool&) = delete;
@@ -37,7 +40,7 @@ class ReductionPool {
  private:
   struct Job;
 
-  void workerLoop();
+  void workerLoop(Heartbeat& beat);
 
   std::mutex mutex_;
   std::condition_variable wake_;

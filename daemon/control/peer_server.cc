@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/control/control_server.h"
+
 namespace hc::control {
 
 Result<std::unique_ptr<PeerServer>> PeerServer::start(const PeerServerOptions& options) {
@@ -22,6 +24,8 @@ Result<std::unique_ptr<PeerServer>> PeerServer::start(const PeerServerOptions& o
                                     *server->registry_, options.board);
 
   grpc::ServerBuilder builder;
+  // Reflection is for operators' tools, on the control listeners only.
+  builder.SetOption(serverReflectionOption(false));
   // gRPC turns SO_REUSEPORT on by default: two daemons could then share a port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.bindAddress, grpc::InsecureServerCredentials(), &server->port_);

@@ -104,7 +104,24 @@ void ControlSide::markReady() {
 }
 
 void ControlSide::markDraining() {
+  draining_ = true;
   if (server_) server_->health().setAllNotServing();
+}
+
+void ControlSide::markPeers(const std::set<std::string>& unreachable) {
+  const bool serving = unreachable.empty();
+  if (serving == peersServing_ || draining_ || !server_) return;
+  peersServing_ = serving;
+  std::string names;
+  for (const std::string& peer : unreachable) names += (names.empty() ? "" : ", ") + peer;
+  if (serving) {
+    spdlog::info("health: {} SERVING: every peer daemon reachable", control::kPeersHealthName);
+  } else {
+    spdlog::warn("health: {} NOT_SERVING: peer daemons {} unreachable", control::kPeersHealthName,
+                 names);
+  }
+  server_->health().set(control::kPeersHealthName, serving ? control::ServingStatus::Serving
+                                                           : control::ServingStatus::NotServing);
 }
 
 void ControlSide::shutdown() {

@@ -2,13 +2,16 @@
 // gRPC, daemon/control/control_server.h), the node's inventory taken once at startup for
 // Control.GetNode, and the health statuses the lifecycle sets:
 //   ""                            SERVING from start() until the drain;
-//   hetero_comm.v1.Peers          SERVING when there is no Peer listener or it is up;
+//   hetero_comm.v1.Peers          SERVING when there is no Peer listener, or it is up and no
+//                                 peer daemon was lost since a communicator last formed with it
+//                                 (markPeers());
 //   hetero_comm.v1.Collectives    SERVING once the devices, the client socket and (with [peer]
 //                                 listen) the transport are up: markReady();
 // and all NOT_SERVING when the SIGTERM drain starts: markDraining().
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/status.h"
@@ -31,6 +34,9 @@ class ControlSide {
 
   // The IPC thread calls these; gRPC threads read the statuses they set.
   void markReady();
+  // hetero_comm.v1.Peers: SERVING while no peer daemon is known lost (`unreachable` empty).
+  // Changes are logged; draining wins.
+  void markPeers(const std::set<std::string>& unreachable);
   void markDraining();
   // Ends the Watch streams and stops the listeners. Idempotent.
   void shutdown();
@@ -40,6 +46,8 @@ class ControlSide {
       : server_(std::move(server)) {}
 
   std::unique_ptr<control::ControlServer> server_;
+  bool peersServing_ = true;
+  bool draining_ = false;
 };
 
 }  // namespace hc::server

@@ -10,7 +10,8 @@
 namespace hc::server {
 
 Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& config,
-                                                  const session::StatusBoard* board) {
+                                                  const session::StatusBoard* board,
+                                                  HeartbeatBoard* heartbeats) {
   std::unique_ptr<PeerSide> p(new PeerSide());
   control::PeerServerOptions so;
   so.bindAddress = config.peerListen;
@@ -39,6 +40,7 @@ Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& co
   if (!ucx.isOk()) return ucx.status();
   coll::net::NetExecutorOptions eo;
   eo.maxSleep = transport::maxSleep(uo);
+  if (heartbeats != nullptr) eo.heartbeat = heartbeats->add("hc-net-progress");
   eo.silenceTimeout = std::chrono::milliseconds(config.peerSilenceTimeoutMs);
   // At least four heartbeats per silence timeout, so one late heartbeat never fails a peer; with
   // the check off, peers that check us still hear from us once per keepalive interval.

@@ -19,9 +19,11 @@ namespace hc::server {
 class PeerSide final : public session::Bootstrap {
  public:
   // Reads the token, binds the listener, starts UCX and the progress thread. Control path.
-  // `board` (borrowed, outlives this) answers other daemons' Peer.GetCommProgress.
+  // `board` (borrowed, outlives this) answers other daemons' Peer.GetCommProgress; the progress
+  // thread beats a heartbeat of `heartbeats` (the watchdog's).
   [[nodiscard]] static Result<std::unique_ptr<PeerSide>> start(const config::DaemonConfig& config,
-                                                               const session::StatusBoard* board);
+                                                               const session::StatusBoard* board,
+                                                               HeartbeatBoard* heartbeats);
   ~PeerSide() override;
 
   // What the engine borrows; valid until shutdown().

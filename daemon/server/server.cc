@@ -58,7 +58,8 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   if (!s->epoll_.valid()) return systemError("epoll_create1", errno);
 
   s->policy_ = makeAccessPolicy(config.allowUids, config.allowGroups);
-  s->pool_ = std::make_unique<coll::ReductionPool>(config::resolvedReductionThreads(config));
+  s->pool_ = std::make_unique<coll::ReductionPool>(config::resolvedReductionThreads(config),
+                                                    &s->heartbeats_);
   auto devices = buildDeviceRegistry(config);
   if (!devices.isOk()) return devices.status();
   s->devices_ = std::move(devices.value());
@@ -87,7 +88,7 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   eo.flightRecordEntries = config.flightRecordEntries;
   session::MultiNode multiNode;
   if (!config.peerListen.empty()) {
-    auto peer = PeerSide::start(config, &s->board_);
+    auto peer = PeerSide::start(config, &s->board_, &s->heartbeats_);
     if (!peer.isOk()) return peer.status();
     s->peer_ = std::move(peer.value());
     multiNode = s->peer_->multiNode();
@@ -181,10 +182,21 @@ int Server::run() {
     if (drainRings()) active = true;
     auto now = Clock::now();
     if (auto d = engine_->nextDeadline(); d && now >= *d) engine_->checkDeadlines(now);
+    control_->markPeers(engine_->lostPeers());
     if (watchdogEvery_.count() > 0 && now - lastWatchdog_ >= watchdogEvery_) {
-      // Only a loop that comes round sends it: a wedged IPC thread stops the heartbeat.
-      sd_notify(0, "WATCHDOG=1");
-      lastWatchdog_ = now;
+      // Only a loop that comes round sends it (a wedged IPC thread stops the heartbeat), and only
+      // while the other loops turn too: a wedged reduction worker or progress thread stops it
+      // as well, so that systemd restarts the daemon.
+      const std::string stuck = heartbeats_.stuck(watchdogEvery_);
+      if (stuck.empty()) {
+        sd_notify(0, "WATCHDOG=1");
+        lastWatchdog_ = now;
+        withheld_ = false;
+      } else if (!withheld_) {
+        spdlog::error("watchdog: {} is stuck; withholding WATCHDOG=1", stuck);
+        sd_notifyf(0, "STATUS=stuck: %s", stuck.c_str());
+        withheld_ = true;
+      }
     }
     if (active) {
       lastActivity = now;

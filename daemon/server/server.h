@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 
+#include "common/heartbeat.h"
 #include "common/unique_fd.h"
 #include "daemon/coll/reduction_pool.h"
 #include "daemon/config/daemon_config.h"
@@ -50,6 +51,9 @@ class Server {
 
   config::DaemonConfig config_;
   AccessPolicy policy_;
+  // The other loops' heartbeats (reduction workers, the NetExecutor's progress thread): the
+  // watchdog is fed only while none is stuck. Before the pool and PeerSide, which hold beats.
+  HeartbeatBoard heartbeats_;
   // Clients and communicators as the control plane reads them; before the engine and the
   // control listeners, which borrow it.
   session::StatusBoard board_;
@@ -78,6 +82,7 @@ class Server {
   // sleeps no longer than that; zero when the watchdog is off.
   std::chrono::milliseconds watchdogEvery_{0};
   std::chrono::steady_clock::time_point lastWatchdog_{};
+  bool withheld_ = false;  // a stuck loop was logged; WATCHDOG=1 is held back until it turns
 };
 
 }  // namespace hc::server

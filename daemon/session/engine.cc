@@ -198,6 +198,7 @@ void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
   std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;
   Status in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
+  countStaging(match, false);
   if (!in.isOk()) {
     comm->finishMatch(match, in);
     return;

@@ -80,6 +80,10 @@ class Engine {
   // Watches on other daemons never end on their own: they do not keep the daemon from stopping.
   bool idle() const { return running_.empty() && netOpsRunning_ == 0; }
 
+  // Peer daemons (by Peer address) found unreachable since a communicator last formed with them:
+  // the Peers health status is SERVING only while this is empty.
+  const std::set<std::string>& lostPeers() const { return lostPeers_; }
+
  private:
   struct Joiner {
     SessionPtr session;
@@ -154,6 +158,9 @@ class Engine {
                std::vector<std::string> nodeAddresses = {},
                std::vector<std::vector<int>> ranksOfNode = {});
   void onIncident(const Communicator& comm, const std::string& reason, const std::string& detail);
+  // Metrics: a match whose device operands go through host staging; a daemon of `comm` lost.
+  void countStaging(const Match& match, bool acrossNodes);
+  void peerLost(const Communicator& comm, uint32_t node);
   std::vector<coll::RankBuffers> matchBuffers(const Match& match) const;
   // engine_net.cc
   void joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, std::string root);
@@ -201,6 +208,7 @@ class Engine {
   std::map<uint64_t, NetRun> netRuns_;    // by job id
   size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Agree, Op and Split
   coll::hier::ScratchPool scratch_;
+  std::set<std::string> lostPeers_;
 };
 
 }  // namespace hc::session

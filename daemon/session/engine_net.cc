@@ -99,6 +99,7 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
   std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;
   Status in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
+  countStaging(match, true);
   if (!in.isOk() && isPointToPoint(head.type)) {
     // The other half of a transfer runs on another daemon, which no agreement tells: the
     // communicator fails, and its notice reaches every daemon of it.
@@ -418,6 +419,7 @@ void Engine::onWatch(NetRun& run, const Status& status) {
     if (net != netComms_.end()) net->second.notified = true;
   } else {
     why = Status{status.code(), "the daemon of ranks " + ranks + ": " + status.message()};
+    if (status.code() == Code::Unavailable) peerLost(*comm, run.node);
   }
   spdlog::warn("communicator {:x}: {}", comm->id(), why.message());
   comm->fail(why);

@@ -54,8 +54,10 @@ void Engine::observe(const std::shared_ptr<Communicator>& comm, std::string keyH
   identity.nodeAddresses = std::move(nodeAddresses);
   identity.ranksOfNode = std::move(ranksOfNode);
   const bool spans = !identity.nodeAddresses.empty();
-  if (options_.metrics != nullptr && spans) {
-    for (const std::string& peer : identity.nodeAddresses) options_.metrics->setPeerUp(peer, true);
+  // Every daemon of a communicator that just formed answered its root: reachable again.
+  for (const std::string& peer : identity.nodeAddresses) {
+    lostPeers_.erase(peer);
+    if (options_.metrics != nullptr) options_.metrics->setPeerUp(peer, true);
   }
   auto recorder = options_.board->commCreated(std::move(identity), options_.flightRecordEntries);
   if (options_.metrics != nullptr) {
@@ -89,6 +91,25 @@ void Engine::onIncident(const Communicator& comm, const std::string& reason,
   options_.board->flightDumped();
   spdlog::info("communicator {:x}: flight record ({}) dumped to {}", comm.id(), reason,
                path.value());
+}
+
+void Engine::countStaging(const Match& match, bool acrossNodes) {
+  if (options_.metrics == nullptr) return;
+  const bool device = std::any_of(match.ops.begin(), match.ops.end(), [](const PendingOp& op) {
+    return op.sendRegion != nullptr || op.recvRegion != nullptr;
+  });
+  if (!device) return;
+  // Device memory took the host path: across daemons because the transport moves host memory
+  // only (no GPU memory type in this UCX), on one daemon because the reduction runs on the CPU.
+  options_.metrics->stagingFallback(acrossNodes ? "transport_host_only" : "host_reduction");
+}
+
+void Engine::peerLost(const Communicator& comm, uint32_t node) {
+  if (!comm.recorder()) return;
+  const std::vector<std::string>& addresses = comm.recorder()->identity().nodeAddresses;
+  if (node >= addresses.size()) return;
+  lostPeers_.insert(addresses[node]);
+  if (options_.metrics != nullptr) options_.metrics->setPeerUp(addresses[node], false);
 }
 
 }  // namespace hc::session

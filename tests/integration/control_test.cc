@@ -14,6 +14,7 @@
 #include "daemon/control/control_server.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/daemon_process.h"
+#include "tests/integration/hcctl_run.h"
 
 namespace hc::integ {
 namespace {
@@ -24,33 +25,11 @@ using grpc::health::v1::HealthCheckResponse;
 constexpr const char* kCollectives = "hetero_comm.v1.Collectives";
 constexpr const char* kPeers = "hetero_comm.v1.Peers";
 
-struct HcctlRun {
-  int exitCode = -1;
-  std::string output;  // stdout and stderr
-};
-
-HcctlRun hcctl(const std::vector<std::string>& args, const std::string& dir) {
-  static int counter = 0;
-  std::vector<std::string> argv = {HC_HCCTL_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::string error;
-  auto child = ChildProcess::spawn(argv, {}, dir + "/hcctl-" + std::to_string(++counter) + ".out",
-                                   &error);
-  if (!child) return {-1, error};
-  if (!child->waitExit(std::chrono::seconds(20))) return {-1, "hcctl did not exit"};
-  return {child->exitCode(), child->output()};
-}
-
 std::string adminSocket(const DaemonProcess& d) { return d.dir() + "/run/hetero-commd-admin.sock"; }
 
-// The port a "<what> listening on 127.0.0.1:<port>" log line names; 0 when it does not appear.
-int loggedPort(DaemonProcess& d, const std::string& what) {
-  const std::string prefix = what + " listening on 127.0.0.1:";
-  if (!d.process().waitForOutput(prefix, std::chrono::seconds(10))) return 0;
-  std::smatch m;
-  const std::string log = d.log();
-  if (!std::regex_search(log, m, std::regex(prefix + "([0-9]+)"))) return 0;
-  return std::stoi(m[1]);
+// The port of "<what> listening on 127.0.0.1:<port>"; 0 when it does not appear.
+int listenerPort(DaemonProcess& d, const std::string& what) {
+  return loggedPort(d, what + " listening on 127.0.0.1:");
 }
 
 std::unique_ptr<DaemonProcess> startDaemon(const std::vector<std::string>& args) {
@@ -84,7 +63,7 @@ grpc::Status check(grpc::health::v1::Health::Stub& stub, const std::string& serv
 TEST(ControlTest, EveryServiceIsServingOnceStarted) {
   auto d = startDaemon({"--set", "control.health_listen=127.0.0.1:0"});
   ASSERT_NE(d, nullptr);
-  const int healthPort = loggedPort(*d, "health");
+  const int healthPort = listenerPort(*d, "health");
   ASSERT_GT(healthPort, 0) << d->logTail();
   for (const std::string& target :
        {"unix:" + adminSocket(*d), "127.0.0.1:" + std::to_string(healthPort)}) {
@@ -134,7 +113,7 @@ TEST(ControlTest, NonLoopbackControlListenerIsRefused) {
 TEST(HcctlTest, HealthExitCodesFollowGrpcHealthProbe) {
   auto d = startDaemon({"--set", "control.listen=127.0.0.1:0"});
   ASSERT_NE(d, nullptr);
-  const int controlPort = loggedPort(*d, "control");
+  const int controlPort = listenerPort(*d, "control");
   ASSERT_GT(controlPort, 0) << d->logTail();
   const std::string socket = adminSocket(*d);
 

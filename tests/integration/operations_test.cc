@@ -5,7 +5,9 @@
 //   - hcctl comms and clients list the communicator and the workers;
 //   - each daemon dumps the flight record to its state directory once comm.late_report_ms
 //     passes, with PyTorch's field names, and again when the job is killed;
-//   - /metrics parses and counts the collectives that ran.
+//   - /metrics parses and counts the collectives that ran;
+//   - when daemon 1 dies, daemon 0 dumps the record again and reports the peer down (Peers
+//     health NOT_SERVING, hetero_comm_peer_up 0).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,11 +18,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "tests/integration/hcctl_run.h"
 #include "tests/integration/multi_daemon.h"
 
 namespace hc::integ {
@@ -29,23 +31,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-struct HcctlRun {
-  int exitCode = -1;
-  std::string output;
-};
-
-HcctlRun hcctl(const std::vector<std::string>& args, const std::string& dir) {
-  static int counter = 0;
-  std::vector<std::string> argv = {HC_HCCTL_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::string error;
-  auto child = ChildProcess::spawn(argv, {}, dir + "/hcctl-" + std::to_string(++counter) + ".out",
-                                   &error);
-  if (!child) return {-1, error};
-  if (!child->waitExit(seconds(20))) return {-1, "hcctl did not exit"};
-  return {child->exitCode(), child->output()};
-}
 
 json hcctlJson(const std::vector<std::string>& args, const std::string& dir) {
   HcctlRun run = hcctl(args, dir);
@@ -94,14 +79,6 @@ double sample(const std::string& text, const std::string& series) {
     if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
   }
   return -1;
-}
-
-int loggedPort(DaemonProcess& d, const std::string& prefix) {
-  if (!d.process().waitForOutput(prefix, seconds(10))) return 0;
-  std::smatch m;
-  const std::string log = d.log();
-  if (!std::regex_search(log, m, std::regex(prefix + "([0-9]+)"))) return 0;
-  return std::stoi(m[1]);
 }
 
 std::vector<std::filesystem::path> dumps(const std::string& dir, const std::string& reason) {
@@ -263,10 +240,25 @@ TEST_F(StuckJobTest, TraceCommsClientsDumpsAndMetricsNameTheRankThatStopped) {
       << metrics;
   EXPECT_NE(metrics.find("hetero_comm_build_info{"), std::string::npos);
 
-  // The job dies: the communicator fails with work outstanding, and daemon 0 dumps again.
-  for (int i = 0; i < job_->size(); ++i) ::kill(job_->proc(i).pid(), SIGKILL);
+  const std::string peerOne = comm["node_addresses"][1];
+  EXPECT_EQ(sample(metrics, "hetero_comm_peer_up{peer=\"" + peerOne + "\"}"), 1) << metrics;
+  HcctlRun peers = hcctl({"--socket", admin(0), "health", "--service", "hetero_comm.v1.Peers"}, dir_);
+  EXPECT_EQ(peers.exitCode, 0) << peers.output;
+
+  // Daemon 1 dies: daemon 0 fails the communicator with work outstanding and dumps again, its
+  // Peers health goes NOT_SERVING and peer_up drops to 0.
+  cluster_->daemon(1).kill9();
   auto failed = waitForDumps(stateDir(0), "failed", seconds(15));
   EXPECT_EQ(failed.size(), 1u) << cluster_->logTails();
+  int peersExit = -1;
+  for (int i = 0; i < 100 && peersExit != 4; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    peersExit = hcctl({"--socket", admin(0), "health", "--service", "hetero_comm.v1.Peers"}, dir_)
+                    .exitCode;
+  }
+  EXPECT_EQ(peersExit, 4) << cluster_->logTails();
+  EXPECT_EQ(sample(scrape(port), "hetero_comm_peer_up{peer=\"" + peerOne + "\"}"), 0);
+  EXPECT_EQ(hcctl({"--socket", admin(0), "health"}, dir_).exitCode, 0) << "the daemon itself serves";
 }
 
 }  // namespace

@@ -47,6 +47,7 @@
 
 #include "common/status.h"
 #include "daemon/coll/net/net_op.h"
+#include "common/heartbeat.h"
 #include "daemon/transport/transport.h"
 
 namespace hc::coll::net {
@@ -91,6 +92,8 @@ struct NetExecutorOptions {
   // check off (heartbeats are still sent: peers may check us). When on, at least 4 heartbeat
   // intervals, so that one late heartbeat never fails a peer.
   std::chrono::milliseconds silenceTimeout{5000};
+  // Beaten on every pass of the progress thread (the watchdog's view of it); null = none.
+  std::shared_ptr<Heartbeat> heartbeat;
 };
 
 namespace detail {

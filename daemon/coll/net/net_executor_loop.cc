@@ -42,6 +42,7 @@ void ProgressLoop::run() {
   lastActivity_ = lastPass_ = nextBeat_ = nextHousekeeping_ = begin;
 
   while (true) {
+    if (options_.heartbeat) options_.heartbeat->beat();
     bool stopping = false;
     std::vector<Mailbox::Command> commands = mailbox_.take(&stopping);
     const bool hadCommands = !commands.empty();
@@ -196,7 +197,9 @@ void ProgressLoop::sleep(Clock::time_point now) {
   }
   epoll_event events[4];
   // EINTR or an error only shortens the sleep; the loop re-checks everything either way.
+  if (options_.heartbeat) options_.heartbeat->sleeping(true);
   (void)::epoll_wait(epollFd_.get(), events, 4, static_cast<int>(timeout.count()));
+  if (options_.heartbeat) options_.heartbeat->sleeping(false);
 }
 
 // ---- shutdown ----------------------------------------------------------------------------------

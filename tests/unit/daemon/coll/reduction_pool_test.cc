@@ -188,5 +188,60 @@ TEST(ReductionPoolTest, DestructorRunsEveryQueuedJob) {
   for (const auto& job : jobs) expectRanExactlyOnce(*job);
 }
 
+// The watchdog's view: an idle worker is never stuck, one held inside a part is, by name, and
+// it turns again once the part returns.
+TEST(ReductionPoolTest, AWorkerHeldInsideAPartShowsAsStuckAndIdleWorkersDoNot) {
+  HeartbeatBoard board;
+  ReductionPool pool(2, &board);
+  const auto limit = std::chrono::milliseconds(50);
+  std::this_thread::sleep_for(limit * 3);
+  EXPECT_EQ(board.stuck(limit), "") << "idle workers sleep; they are not stuck";
+
+  std::mutex gateMutex;
+  std::condition_variable gateCv;
+  bool open = false;
+  std::atomic<bool> finished{false};
+  pool.submit(
+      1,
+      [&](size_t) {
+        std::unique_lock<std::mutex> lock(gateMutex);
+        gateCv.wait_for(lock, std::chrono::seconds(10), [&] { return open; });
+      },
+      [&] { finished = true; });
+  std::string stuck;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (stuck.empty() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    stuck = board.stuck(limit);
+  }
+  EXPECT_EQ(stuck.rfind("hc-reduce-", 0), 0u) << stuck;
+  EXPECT_NE(stuck.find("silent for"), std::string::npos) << stuck;
+  {
+    std::lock_guard<std::mutex> lock(gateMutex);
+    open = true;
+  }
+  gateCv.notify_all();
+  while (!finished && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(finished);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(board.stuck(limit), "");
+}
+
+TEST(HeartbeatTest, SilenceCountsOnlyWhileAwakeAndDroppedBeatsAreForgotten) {
+  HeartbeatBoard board;
+  auto beat = board.add("loop");
+  const auto now = Heartbeat::Clock::now();
+  EXPECT_EQ(board.stuck(std::chrono::seconds(1), now), "");
+  EXPECT_EQ(board.stuck(std::chrono::seconds(1), now + std::chrono::seconds(2)).rfind("loop (silent for ", 0), 0u);
+  beat->sleeping(true);
+  EXPECT_EQ(board.stuck(std::chrono::seconds(1), now + std::chrono::seconds(2)), "");
+  beat->sleeping(false);
+  EXPECT_NE(board.stuck(std::chrono::seconds(1), now + std::chrono::seconds(5)), "");
+  beat.reset();
+  EXPECT_EQ(board.stuck(std::chrono::seconds(1), now + std::chrono::seconds(5)), "");
+}
+
 }  // namespace
 }  // namespace hc::coll

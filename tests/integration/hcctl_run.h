@@ -1,0 +1,42 @@
+// Running hcctl (HC_HCCTL_PATH) from integration tests, and finding the ports daemons log.
+#pragma once
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/integration/child_process.h"
+#include "tests/integration/daemon_process.h"
+
+namespace hc::integ {
+
+struct HcctlRun {
+  int exitCode = -1;   // -1: it did not start, or did not exit within 20 s (then it is killed)
+  std::string output;  // stdout and stderr
+};
+
+// Runs hcctl with `args`; its output file goes into `dir`.
+inline HcctlRun hcctl(const std::vector<std::string>& args, const std::string& dir) {
+  static int counter = 0;
+  std::vector<std::string> argv = {HC_HCCTL_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string error;
+  auto child = ChildProcess::spawn(argv, {}, dir + "/hcctl-" + std::to_string(++counter) + ".out",
+                                   &error);
+  if (!child) return {-1, error};
+  if (!child->waitExit(std::chrono::seconds(20))) return {-1, "hcctl did not exit"};
+  return {child->exitCode(), child->output()};
+}
+
+// The port of a log line "<prefix><port>" ("control listening on 127.0.0.1:"); 0 when no such
+// line appears within 10 s.
+inline int loggedPort(DaemonProcess& d, const std::string& prefix) {
+  if (!d.process().waitForOutput(prefix, std::chrono::seconds(10))) return 0;
+  std::smatch m;
+  const std::string log = d.log();
+  if (!std::regex_search(log, m, std::regex(prefix + "([0-9]+)"))) return 0;
+  return std::stoi(m[1]);
+}
+
+}  // namespace hc::integ
