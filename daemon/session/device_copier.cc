@@ -58,4 +58,18 @@ Status DeviceCopier::copy(device::Device* device, void* dst, const void* src, ui
                 "copy on " + deviceName(*device) + " failed: " + status.message()};
 }
 
+Status DeviceCopier::reduce(device::Device* device, const device::ReduceWork& work) {
+  auto stream = streamFor(device);
+  if (!stream.isOk()) return stream.status();
+  Status status = device->reduceAsync(*stream, work);
+  Status synced = device->synchronize(*stream);
+  if (status.isOk()) status = synced;
+  if (status.isOk()) return status;
+  spdlog::warn("{}: reduction of {} elements failed: {}", deviceName(*device), work.count,
+               status.message());
+  forget(device);
+  return Status{Code::DeviceError,
+                "reduction on " + deviceName(*device) + " failed: " + status.message()};
+}
+
 }  // namespace hc::session

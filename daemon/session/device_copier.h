@@ -23,6 +23,9 @@ class DeviceCopier {
   // Copies `bytes` from src to dst, where either side may be device memory of `device` and the
   // other host memory. DeviceError names the device when a chunk fails.
   [[nodiscard]] Status copy(device::Device* device, void* dst, const void* src, uint64_t bytes);
+  // Runs `work` on `device`'s stream (its reduction kernel) and waits for it. DeviceError names
+  // the device when the kernel or the stream fails.
+  [[nodiscard]] Status reduce(device::Device* device, const device::ReduceWork& work);
   // Destroys the streams of `device` (before the device goes away).
   void forget(device::Device* device);
 

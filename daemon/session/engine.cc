@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/coll/reduce.h"
+#include "daemon/session/device_reduce.h"
 #include "daemon/session/validate.h"
 
 namespace hc::session {
@@ -192,13 +193,23 @@ void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
       return runAcrossNodes(comm, net->second, std::move(match));
     }
   }
+  // Device operands that take the host path, and why: on one device without reduction kernels,
+  // or anything else the device cannot reduce by itself (device_reduce.h).
+  const char* fallback = "host_reduction";
+  if (device::Device* device = reductionDevice(match)) {
+    if (device->capabilities().reduceKernels) {
+      comm->finishMatch(match, reduceOnDevice(match, device, copier_));
+      return;
+    }
+    fallback = "no_reduce_kernels";
+  }
   // A transfer is planned as the sender's copy into the receiver's buffer.
   const ipc::OpType type = isPointToPoint(head.type) ? ipc::OpType::Send : head.type;
   coll::LocalOp lop{type, head.dtype, head.redop, head.root, head.count};
   std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;
   Status in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
-  countStaging(match, false);
+  countStaging(match, fallback);
   if (!in.isOk()) {
     comm->finishMatch(match, in);
     return;

@@ -159,7 +159,7 @@ class Engine {
                std::vector<std::vector<int>> ranksOfNode = {});
   void onIncident(const Communicator& comm, const std::string& reason, const std::string& detail);
   // Metrics: a match whose device operands go through host staging; a daemon of `comm` lost.
-  void countStaging(const Match& match, bool acrossNodes);
+  void countStaging(const Match& match, const char* reason);
   void peerLost(const Communicator& comm, uint32_t node);
   std::vector<coll::RankBuffers> matchBuffers(const Match& match) const;
   // engine_net.cc

@@ -99,7 +99,7 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
   std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;
   Status in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
-  countStaging(match, true);
+  countStaging(match, "transport_host_only");
   if (!in.isOk() && isPointToPoint(head.type)) {
     // The other half of a transfer runs on another daemon, which no agreement tells: the
     // communicator fails, and its notice reaches every daemon of it.

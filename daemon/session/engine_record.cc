@@ -93,15 +93,16 @@ void Engine::onIncident(const Communicator& comm, const std::string& reason,
                path.value());
 }
 
-void Engine::countStaging(const Match& match, bool acrossNodes) {
+void Engine::countStaging(const Match& match, const char* reason) {
   if (options_.metrics == nullptr) return;
   const bool device = std::any_of(match.ops.begin(), match.ops.end(), [](const PendingOp& op) {
     return op.sendRegion != nullptr || op.recvRegion != nullptr;
   });
   if (!device) return;
-  // Device memory took the host path: across daemons because the transport moves host memory
-  // only (no GPU memory type in this UCX), on one daemon because the reduction runs on the CPU.
-  options_.metrics->stagingFallback(acrossNodes ? "transport_host_only" : "host_reduction");
+  // Device memory took the host path. Reasons: transport_host_only (across daemons: this UCX
+  // moves host memory only), host_reduction (operands on several devices or vendors, or host
+  // memory among them), no_reduce_kernels (one device, but its kernels did not load).
+  options_.metrics->stagingFallback(reason);
 }
 
 void Engine::peerLost(const Communicator& comm, uint32_t node) {

@@ -1,0 +1,67 @@
+#include "daemon/session/device_reduce.h"
+
+#include <vector>
+
+namespace hc::session {
+namespace {
+
+bool reduces(ipc::OpType type) {
+  return type == ipc::OpType::AllReduce || type == ipc::OpType::Reduce;
+}
+
+// Whether the op's result lands in its receive buffer: every rank of an allreduce, the root of
+// a reduce.
+bool receives(const PendingOp& op, int rank) {
+  return op.type == ipc::OpType::AllReduce || rank == op.root;
+}
+
+}  // namespace
+
+device::Device* reductionDevice(const Match& match) {
+  if (match.ops.empty()) return nullptr;
+  const PendingOp& head = match.ops.front();
+  if (!reduces(head.type) || head.count == 0) return nullptr;
+  device::Device* device = nullptr;
+  auto same = [&](const DeviceRegionPtr& region) {
+    if (region == nullptr) return false;
+    if (device == nullptr) device = region->device();
+    return region->device() == device;
+  };
+  for (size_t i = 0; i < match.ops.size(); ++i) {
+    const PendingOp& op = match.ops[i];
+    if (op.scalarSource != nullptr) return nullptr;  // read from memory when the op runs
+    if (!op.sendRange.used() || !same(op.sendRegion)) return nullptr;
+    if (receives(op, match.refs[i].rank) && (!op.recvRange.used() || !same(op.recvRegion))) {
+      return nullptr;
+    }
+  }
+  return device;
+}
+
+Status reduceOnDevice(const Match& match, device::Device* device, DeviceCopier& copier) {
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+  std::vector<uint64_t> scalars;
+  const PendingOp& head = match.ops.front();
+  const bool preMul = head.redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum);
+  for (size_t i = 0; i < match.ops.size(); ++i) {
+    const PendingOp& op = match.ops[i];
+    // The ranges hold offsets into the regions (validate.cc checked them against the sizes).
+    inputs.push_back(op.sendRegion->data() + op.sendRange.address);
+    if (receives(op, match.refs[i].rank)) {
+      outputs.push_back(op.recvRegion->data() + op.recvRange.address);
+    }
+    if (preMul) scalars.push_back(op.buffers.scalar);
+  }
+  device::ReduceWork work;
+  work.dtype = head.dtype;
+  work.redop = head.redop;
+  work.inputs = inputs;
+  work.outputs = outputs;
+  work.scalars = scalars;
+  work.nRanks = inputs.size();
+  work.count = head.count;
+  return copier.reduce(device, work);
+}
+
+}  // namespace hc::session
