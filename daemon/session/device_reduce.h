@@ -1,9 +1,9 @@
-// Local reductions on the device itself: when every operand of an allreduce or reduce among this
-// daemon's ranks sits in the memory of one device whose backend has reduction kernels (a CUDA or
-// HIP module, the sim device's stream worker), the device combines them in place, without
-// staging through host memory. Anything else (operands on several devices or vendors, host
-// memory, a buffer-resident PreMulSum scalar, a communicator that spans daemons) takes the host
-// path. Runs on the IPC thread. Depends on hc_device.
+// Local reductions on the device itself: when every operand of an allreduce, reduce or
+// reduce-scatter among this daemon's ranks sits in the memory of one device whose backend has
+// reduction kernels (a CUDA or HIP module, the sim device's stream worker), the device combines
+// them in place, without staging through host memory. Anything else (operands on several
+// devices or vendors, host memory, a buffer-resident PreMulSum scalar, a communicator that spans
+// daemons) takes the host path. Runs on the IPC thread. Depends on hc_device.
 #pragma once
 
 #include <optional>
