@@ -32,6 +32,10 @@ session::RankProgress fromProto(const hetero_comm::v1::PeerRankProgress& p) {
     last.profilingName = p.last_profiling_name();
     last.collectiveSeqId = p.last_collective_seq_id();
     last.p2pSeqId = p.last_p2p_seq_id();
+    for (auto state : {session::FlightState::Scheduled, session::FlightState::Started,
+                       session::FlightState::Completed, session::FlightState::Failed}) {
+      if (p.last_state() == session::flightStateName(state)) last.state = state;
+    }
     out.lastPosted = last;
   }
   return out;
@@ -113,7 +117,8 @@ void traceVerdict(int nranks, const std::vector<NodeReport>& nodes,
   } else {
     out->set_waiting_collective_seq_id(first + 1);
     out->set_waiting_profiling_name(name);
-    summary = "collective " + std::to_string(first + 1) + (name.empty() ? "" : " (" + name + ")");
+    // Named as the flight record numbers it (PyTorch's collective_seq_id, from 1).
+    summary = "collective_seq_id " + std::to_string(first + 1) + (name.empty() ? "" : " (" + name + ")");
     summary += missing.empty() ? ": every known rank posted it"
                                : ": ranks " + rankList(missing) + " have not posted it";
     summary += " (posted by " + rankList(posted) + ")";

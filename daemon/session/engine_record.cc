@@ -56,6 +56,7 @@ void Engine::observe(const std::shared_ptr<Communicator>& comm, std::string keyH
   const bool spans = !identity.nodeAddresses.empty();
   // Every daemon of a communicator that just formed answered its root: reachable again.
   for (const std::string& peer : identity.nodeAddresses) {
+    if (peer == multiNode_.identity.instance) continue;  // this daemon
     lostPeers_.erase(peer);
     if (options_.metrics != nullptr) options_.metrics->setPeerUp(peer, true);
   }

@@ -167,7 +167,16 @@ TEST_F(StuckJobTest, TraceCommsClientsDumpsAndMetricsNameTheRankThatStopped) {
     EXPECT_TRUE(ints(trace["unknown"]).empty()) << trace.dump(1);
     EXPECT_EQ(trace["waiting_collective_seq_id"], "6") << trace.dump(1);  // uint64 as a string
     EXPECT_EQ(trace["waiting_profiling_name"], "nccl:broadcast") << trace.dump(1);
-    EXPECT_EQ(trace["nodes"].size(), 2u);
+    ASSERT_EQ(trace["nodes"].size(), 2u);
+    // Rank 3 (daemon 1) last posted the allreduce of iteration 3, and it finished.
+    bool sawRank3 = false;
+    for (const json& rank : trace["nodes"][1]["ranks"]) {
+      if (rank["rank"] != 3) continue;
+      sawRank3 = true;
+      EXPECT_EQ(rank["last_posted"]["profiling_name"], "nccl:all_reduce") << rank.dump();
+      EXPECT_EQ(rank["last_posted"]["state"], "completed") << rank.dump();
+    }
+    EXPECT_TRUE(sawRank3) << trace.dump(1);
     HcctlRun text = hcctl({"--socket", admin(d), "trace", key}, dir_);
     EXPECT_EQ(text.exitCode, 0);
     EXPECT_NE(text.output.find("ranks 3 have not posted it"), std::string::npos) << text.output;
@@ -242,6 +251,9 @@ TEST_F(StuckJobTest, TraceCommsClientsDumpsAndMetricsNameTheRankThatStopped) {
 
   const std::string peerOne = comm["node_addresses"][1];
   EXPECT_EQ(sample(metrics, "hetero_comm_peer_up{peer=\"" + peerOne + "\"}"), 1) << metrics;
+  const std::string self = comm["node_addresses"][0];
+  EXPECT_EQ(sample(metrics, "hetero_comm_peer_up{peer=\"" + self + "\"}"), -1)
+      << "a daemon is not its own peer\n" << metrics;
   HcctlRun peers = hcctl({"--socket", admin(0), "health", "--service", "hetero_comm.v1.Peers"}, dir_);
   EXPECT_EQ(peers.exitCode, 0) << peers.output;
 
