@@ -88,6 +88,8 @@ void FlightRecorder::started(uint64_t recordId) {
   if (entry == nullptr || entry->state != FlightState::Scheduled) return;
   entry->state = FlightState::Started;
   entry->timeDiscoveredStartedNs = wallClockNs();
+  RankProgress& progress = progressLocked(entry->what.rank);
+  if (progress.lastPosted && progress.lastPosted->recordId == recordId) progress.lastPosted = *entry;
 }
 
 void FlightRecorder::finished(uint64_t recordId, const Status& status) {

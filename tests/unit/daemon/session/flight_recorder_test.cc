@@ -38,7 +38,12 @@ TEST(FlightRecorderTest, EntriesMoveFromScheduledToCompletedOrFailed) {
   EXPECT_EQ(a, 0u);
   EXPECT_EQ(b, 1u);
   EXPECT_EQ(c, 2u);
+  recorder.started(b);
+  ASSERT_TRUE(recorder.snapshot().ranks[1].lastPosted.has_value());
+  EXPECT_EQ(recorder.snapshot().ranks[1].lastPosted->state, FlightState::Scheduled)
+      << "rank 2 posted the send after b";
   recorder.started(a);
+  EXPECT_EQ(recorder.snapshot().ranks[0].lastPosted->state, FlightState::Started);
   recorder.finished(a, okStatus());
   recorder.finished(c, unavailable("peer gone"));
 
@@ -49,8 +54,8 @@ TEST(FlightRecorderTest, EntriesMoveFromScheduledToCompletedOrFailed) {
   EXPECT_EQ(s.entries[0].state, FlightState::Completed);
   EXPECT_GT(s.entries[0].timeDiscoveredStartedNs, 0);
   EXPECT_GE(s.entries[0].timeDiscoveredCompletedNs, s.entries[0].timeDiscoveredStartedNs);
-  EXPECT_EQ(s.entries[1].state, FlightState::Scheduled);
-  EXPECT_EQ(s.entries[1].timeDiscoveredStartedNs, 0);
+  EXPECT_EQ(s.entries[1].state, FlightState::Started);
+  EXPECT_GT(s.entries[1].timeDiscoveredStartedNs, 0);
   EXPECT_EQ(s.entries[2].p2pSeqId, 5u);
   EXPECT_EQ(s.entries[2].collectiveSeqId, 0u);
   EXPECT_EQ(s.entries[2].state, FlightState::Failed);
