@@ -173,7 +173,9 @@ void expectStreamReleasedWhenADaemonDies(int victim) {
   EXPECT_LT(tookMs, 6000);
   const std::string out = job->proc(0).output();
   EXPECT_EQ(out.find("result status=0"), std::string::npos) << out;
-  if (victim == 0) EXPECT_NE(out.find("result status=6"), std::string::npos) << out;
+  if (victim == 0) {
+    EXPECT_NE(out.find("result status=6"), std::string::npos) << out;
+  }
 }
 
 TEST(DeviceStreamTest, StreamWaitingOnAnOpIsReleasedWhenItsOwnDaemonDies) {

@@ -226,7 +226,9 @@ TEST_F(StuckJobTest, TraceCommsClientsDumpsAndMetricsNameTheRankThatStopped) {
         EXPECT_NE(e["state"], "completed");
         EXPECT_NE(e["rank"], 3);
       }
-      if (e["collective_seq_id"] == 5) EXPECT_EQ(e["state"], "completed") << e.dump();
+      if (e["collective_seq_id"] == 5) {
+        EXPECT_EQ(e["state"], "completed") << e.dump();
+      }
     }
     EXPECT_TRUE(sawWaiting) << dump.dump(1);
   }

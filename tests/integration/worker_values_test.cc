@@ -120,7 +120,9 @@ void checkExactness() {
         ASSERT_EQ(double{accumulated}, exact) << "the fp32 accumulation is inexact";
         T got = expectedReduction<T>(9, i, red, nranks);
         ASSERT_EQ(got.bits, T::fromDouble(exact).bits);
-        if (nranks <= 4) ASSERT_EQ(double{got.toFloat()}, exact) << "not representable";
+        if (nranks <= 4) {
+          ASSERT_EQ(double{got.toFloat()}, exact) << "not representable";
+        }
       }
     }
   }
