@@ -2,6 +2,7 @@
 // validation naming its key (a non-loopback control.listen is refused), round trip.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "common/paths.h"
@@ -102,6 +103,62 @@ TEST(ControlConfigTest, RoundTripsThroughToml) {
   auto back = load({"--config", file});
   ASSERT_TRUE(back.isOk()) << back.status().toString();
   EXPECT_EQ(back->config, r->config);
+}
+
+// Remote control needs mutual TLS; TLS files come in pairs and only with a TCP listener.
+TEST(ControlConfigTest, TlsKeysGoTogetherAndOpenNonLoopbackOnlyWithClientCertificates) {
+  DaemonConfig c;
+  c.controlListen = "0.0.0.0:7711";
+  c.controlTlsCertFile = "/etc/hetero-comm/tls/server.pem";
+  c.controlTlsKeyFile = "/etc/hetero-comm/tls/server.key";
+  hc::Status serverOnly = validate(c);
+  EXPECT_FALSE(serverOnly.isOk()) << "TLS without client certificates is not enough off the node";
+  EXPECT_TRUE(mentions(serverOnly, "mutual TLS")) << serverOnly.toString();
+  c.controlTlsClientCaFile = "/etc/hetero-comm/tls/clients-ca.pem";
+  EXPECT_TRUE(validate(c).isOk()) << validate(c).toString();
+
+  DaemonConfig keyless = c;
+  keyless.controlTlsKeyFile = "";
+  EXPECT_TRUE(mentions(validate(keyless), "control.tls_cert_file and control.tls_key_file"))
+      << validate(keyless).toString();
+  DaemonConfig noListener;
+  noListener.controlTlsCertFile = c.controlTlsCertFile;
+  noListener.controlTlsKeyFile = c.controlTlsKeyFile;
+  EXPECT_TRUE(mentions(validate(noListener), "control.listen is not")) << validate(noListener).toString();
+}
+
+TEST(ControlConfigTest, FlightRecorderAndMetricsKeysAreChecked) {
+  DaemonConfig c;
+  EXPECT_EQ(c.lateReportMs, 300000);
+  EXPECT_EQ(c.flightRecordEntries, 2000u);
+  EXPECT_EQ(c.metricsListen, "") << "no metrics port unless asked";
+  c.flightRecordEntries = 0;
+  EXPECT_TRUE(mentions(validate(c), "comm.flight_record_entries")) << validate(c).toString();
+  c = DaemonConfig{};
+  c.lateReportMs = -1;
+  EXPECT_TRUE(mentions(validate(c), "comm.late_report_ms")) << validate(c).toString();
+  c = DaemonConfig{};
+  c.stateDir = "relative/dir";
+  EXPECT_TRUE(mentions(validate(c), "server.state_dir")) << validate(c).toString();
+  c = DaemonConfig{};
+  c.metricsListen = "no-port";
+  EXPECT_TRUE(mentions(validate(c), "metrics.listen")) << validate(c).toString();
+  auto r = load({"--set", "metrics.listen=127.0.0.1:9410", "--state-dir", "/srv/hc-state"});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->config.metricsListen, "127.0.0.1:9410");
+  EXPECT_EQ(r->config.stateDir, "/srv/hc-state");
+}
+
+// systemd's StateDirectory= hands the daemon $STATE_DIRECTORY (colon-separated when several).
+TEST(ControlConfigTest, StateDirectoryComesFromSystemdFirst) {
+  const char* saved = std::getenv("STATE_DIRECTORY");
+  const std::string keep = saved != nullptr ? saved : "";
+  ::setenv("STATE_DIRECTORY", "/var/lib/hetero-comm:/var/lib/other", 1);
+  EXPECT_EQ(hc::defaultStateDir(), "/var/lib/hetero-comm");
+  ::unsetenv("STATE_DIRECTORY");
+  EXPECT_FALSE(hc::defaultStateDir().empty());
+  EXPECT_EQ(hc::defaultStateDir()[0], '/');
+  if (saved != nullptr) ::setenv("STATE_DIRECTORY", keep.c_str(), 1);
 }
 
 }  // namespace
