@@ -78,7 +78,7 @@ struct DaemonConfig {
   // client socket: adminSocketPathFor(socketPath), e.g. ".../hetero-commd-admin.sock".
   std::string controlAdminSocket = hc::adminSocketPathFor(hc::defaultSocketPath());
   // listen: "host:port" of a TCP control listener (port 0: a free port); "" = none. Loopback
-  // only: a remote control port needs TLS, which is not supported yet.
+  // only, unless the three tls_* files below set up mutual TLS.
   std::string controlListen;
   // health_listen: "host:port" of a plaintext listener that serves Health alone (kubelet gRPC
   // probes carry no credentials); "" = none.
