@@ -27,23 +27,8 @@ constexpr const char* kPeers = "hetero_comm.v1.Peers";
 
 std::string adminSocket(const DaemonProcess& d) { return d.dir() + "/run/hetero-commd-admin.sock"; }
 
-// The port of "<what> listening on 127.0.0.1:<port>"; 0 when it does not appear.
-int listenerPort(DaemonProcess& d, const std::string& what) {
-  return loggedPort(d, what + " listening on 127.0.0.1:");
-}
-
 std::unique_ptr<DaemonProcess> startDaemon(const std::vector<std::string>& args) {
-  std::string error;
-  auto d = DaemonProcess::start(args, &error);
-  EXPECT_NE(d, nullptr) << error;
-  // The client socket accepts before the admin socket is bound; the "serving" line comes after
-  // both, and after the health statuses turned SERVING.
-  if (d && !d->process().waitForOutput(std::string("hetero-commd ") + HC_VERSION + " serving",
-                                       std::chrono::seconds(10))) {
-    ADD_FAILURE() << "no \"serving\" line:\n" << d->logTail();
-    return nullptr;
-  }
-  return d;
+  return startServingDaemon(args);
 }
 
 std::unique_ptr<grpc::health::v1::Health::Stub> healthStub(const std::string& target) {

@@ -18,6 +18,7 @@
 
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/integration/daemon_process.h"
+#include "tests/integration/hcctl_run.h"
 
 namespace hc::integ {
 namespace {
@@ -166,16 +167,7 @@ class ControlTlsTest : public ::testing::Test {
   }
 
   static std::unique_ptr<DaemonProcess> startDaemon(const std::vector<std::string>& args) {
-    std::string error;
-    auto d = DaemonProcess::start(args, &error);
-    EXPECT_NE(d, nullptr) << error;
-    // The "serving" line comes after every listener is up.
-    if (d && !d->process().waitForOutput(std::string("hetero-commd ") + HC_VERSION + " serving",
-                                         std::chrono::seconds(10))) {
-      ADD_FAILURE() << "no \"serving\" line:\n" << d->logTail();
-      return nullptr;
-    }
-    return d;
+    return startServingDaemon(args);
   }
 
   // A daemon that must stop at startup: its exit code (-1 when it did not exit by itself) and
@@ -237,16 +229,6 @@ std::string* ControlTlsTest::pkiError_ = nullptr;
 
 std::string adminSocket(const DaemonProcess& d) { return d.dir() + "/run/hetero-commd-admin.sock"; }
 
-// The port a "<what> listening on 127.0.0.1:<port>" log line names; 0 when it does not appear.
-int loggedPort(DaemonProcess& d, const std::string& what) {
-  const std::string prefix = what + " listening on 127.0.0.1:";
-  if (!d.process().waitForOutput(prefix, std::chrono::seconds(10))) return 0;
-  std::smatch m;
-  const std::string log = d.log();
-  if (!std::regex_search(log, m, std::regex(prefix + "([0-9]+)"))) return 0;
-  return std::stoi(m[1]);
-}
-
 // ListServices over one reflection stream: the service names, or the call's failure.
 grpc::Status listServices(const std::shared_ptr<grpc::Channel>& channel,
                           std::set<std::string>* names) {
@@ -271,7 +253,7 @@ bool failedToConnectOrCall(int exitCode) { return exitCode == 2 || exitCode == 3
 TEST_F(ControlTlsTest, ClientWithCertificateOfTheTrustedCaIsServed) {
   auto d = startDaemon(mutualTlsArgs());
   ASSERT_NE(d, nullptr);
-  const int port = loggedPort(*d, "control");
+  const int port = listenerPort(*d, "control");
   ASSERT_GT(port, 0) << d->logTail();
   EXPECT_NE(d->log().find("(mutual TLS)"), std::string::npos) << d->logTail();
   std::vector<std::string> withCert = tlsTarget(port, 10000);
@@ -303,7 +285,7 @@ TEST_F(ControlTlsTest, ClientWithCertificateOfTheTrustedCaIsServed) {
 TEST_F(ControlTlsTest, ClientsWithoutATrustedCertificateAreRefused) {
   auto d = startDaemon(mutualTlsArgs());
   ASSERT_NE(d, nullptr);
-  const int port = loggedPort(*d, "control");
+  const int port = listenerPort(*d, "control");
   ASSERT_GT(port, 0) << d->logTail();
 
   std::vector<std::string> noCert = tlsTarget(port, 1500);
@@ -389,7 +371,7 @@ TEST_F(ControlTlsTest, ReflectionListsTheServicesOfTheControlServer) {
   args.insert(args.end(), {"--set", "control.health_listen=127.0.0.1:0"});
   auto d = startDaemon(args);
   ASSERT_NE(d, nullptr);
-  const int controlPort = loggedPort(*d, "control");
+  const int controlPort = listenerPort(*d, "control");
   ASSERT_GT(controlPort, 0) << d->logTail();
 
   std::set<std::string> onSocket;
@@ -410,7 +392,7 @@ TEST_F(ControlTlsTest, ReflectionListsTheServicesOfTheControlServer) {
 TEST_F(ControlTlsTest, HealthListenerOffersNoReflection) {
   auto d = startDaemon({"--set", "control.health_listen=127.0.0.1:0"});
   ASSERT_NE(d, nullptr);
-  const int healthPort = loggedPort(*d, "health");
+  const int healthPort = listenerPort(*d, "health");
   ASSERT_GT(healthPort, 0) << d->logTail();
   std::set<std::string> names;
   grpc::Status status = listServices(grpc::CreateChannel("127.0.0.1:" + std::to_string(healthPort),

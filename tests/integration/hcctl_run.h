@@ -1,7 +1,11 @@
-// Running hcctl (HC_HCCTL_PATH) from integration tests, and finding the ports daemons log.
+// Running hcctl (HC_HCCTL_PATH) from integration tests, starting the daemons it talks to, and
+// finding the ports they log.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
+#include <memory>
 #include <regex>
 #include <string>
 #include <vector>
@@ -37,6 +41,26 @@ inline int loggedPort(DaemonProcess& d, const std::string& prefix) {
   const std::string log = d.log();
   if (!std::regex_search(log, m, std::regex(prefix + "([0-9]+)"))) return 0;
   return std::stoi(m[1]);
+}
+
+// The port of the "<what> listening on 127.0.0.1:<port>" line ("control", "health").
+inline int listenerPort(DaemonProcess& d, const std::string& what) {
+  return loggedPort(d, what + " listening on 127.0.0.1:");
+}
+
+// Starts a daemon with `args` and waits for its "serving" line, which comes after every listener
+// (admin socket, control and health ports) is up and the health statuses turned SERVING. Null,
+// with the test failed, when it does not get there within 10 s.
+inline std::unique_ptr<DaemonProcess> startServingDaemon(const std::vector<std::string>& args) {
+  std::string error;
+  auto d = DaemonProcess::start(args, &error);
+  EXPECT_NE(d, nullptr) << error;
+  if (d && !d->process().waitForOutput(std::string("hetero-commd ") + HC_VERSION + " serving",
+                                       std::chrono::seconds(10))) {
+    ADD_FAILURE() << "no \"serving\" line:\n" << d->logTail();
+    return nullptr;
+  }
+  return d;
 }
 
 }  // namespace hc::integ
