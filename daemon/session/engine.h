@@ -24,6 +24,7 @@
 #include "daemon/session/client_staging.h"
 #include "daemon/session/communicator.h"
 #include "daemon/session/session.h"
+#include "daemon/session/slice_staging.h"
 #include "daemon/session/status_board.h"
 
 namespace hc::session {
@@ -111,6 +112,13 @@ class Engine {
     std::map<int, control::RankTable> answered;
     std::set<int> lost;  // joined, then the client went away
   };
+  // A collective across daemons run as a pipeline of slices (slice_staging.h): slice `running`
+  // is on the wire (NetRun::plan), slice running + 1 is staged and combined already (`next`).
+  struct Pipeline {
+    std::unique_ptr<SliceStaging> staging;
+    size_t running = 0;
+    std::unique_ptr<coll::hier::NodePlan> next;
+  };
   // The inter-node side of a communicator that spans daemons.
   struct NetComm {
     std::shared_ptr<const coll::hier::NodeLayout> layout;
@@ -121,18 +129,17 @@ class Engine {
   // Inter-node work under way: an operation, a watch on another daemon's failure notices, or
   // such a notice going out.
   struct NetRun {
-    // Agree: the daemons compare the collective's descriptor before its Op runs.
-    enum class Kind { Agree, Op, Split, Watch, Notice } kind = Kind::Op;
+    // Agree: the daemons compare the collective's descriptor before its Op runs. Verdict: after
+    // the last slice of a pipelined Op, they tell each other whether their copies succeeded.
+    enum class Kind { Agree, Op, Verdict, Split, Watch, Notice } kind = Kind::Op;
     std::shared_ptr<Communicator> comm;
     Match match;
     std::shared_ptr<const coll::hier::NodeLayout> layout;
-    std::unique_ptr<coll::hier::NodePlan> plan;
-    StagedMatch staged;
+    std::unique_ptr<coll::hier::NodePlan> plan;  // Op: the one running (a slice's, if pipelined)
+    StagedMatch staged;                           // a transfer's staged operands
+    std::unique_ptr<Pipeline> pipeline;           // a collective run in slices
     uint32_t node = 0;  // Watch, Notice: the other daemon
     std::vector<uint8_t> notice;
-    // Agree: this daemon could not stage its operands (a device copy failed); the agreement
-    // still runs, so every daemon fails the op together instead of waiting for this one.
-    Status stagingFailure;
     // Op, Split: its requests were completed with the communicator's failure while the transport
     // still held its buffers (kept alive here until the job is final).
     bool released = false;
@@ -175,10 +182,25 @@ class Engine {
   void runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net, Match match);
   void splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                         const Match& match);
+  void transferAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                           Match match);
   void finishSplitAcrossNodes(NetRun& run);
-  void submitNet(NetRun run, coll::net::NetJob job);
+  // Hands the job to the NetExecutor; the run waits in netRuns_ (the reference stays valid until
+  // collectNet takes its result).
+  NetRun& submitNet(NetRun run, coll::net::NetJob job);
   void startNetOp(const NetComm& net, NetRun run);
+  // Agree and Verdict: every daemon of the communicator contributes `bytes` (this one `mine`) and
+  // all of them land in run.notice, in node order.
+  void exchange(const NetComm& net, NetRun run, const void* mine, size_t bytes);
   void onAgreement(NetRun run);
+  // engine_pipeline.cc
+  void startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes);
+  Result<std::unique_ptr<coll::hier::NodePlan>> planSlice(NetRun& run, size_t k);
+  NetRun& submitSlice(const NetComm& net, NetRun run);
+  void prepareNextSlice(NetRun& run);
+  void onSliceDone(NetRun run, const Status& status);
+  void startVerdict(const NetComm& net, NetRun run);
+  void onVerdict(NetRun run, const Status& status);
   void watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net);
   void onWatch(NetRun& run, const Status& status);
   void propagateFailures();
@@ -206,7 +228,7 @@ class Engine {
   std::map<std::string, RemoteInit> remoteInits_;
   std::map<uint64_t, NetComm> netComms_;  // by communicator id
   std::map<uint64_t, NetRun> netRuns_;    // by job id
-  size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Agree, Op and Split
+  size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Agree, Op, Verdict, Split
   coll::hier::ScratchPool scratch_;
   std::set<std::string> lostPeers_;
 };

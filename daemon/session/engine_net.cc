@@ -13,37 +13,43 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
 
 #include "daemon/session/engine.h"
+#include "daemon/session/net_seq.h"
+#include "daemon/session/slice_staging.h"
 #include "daemon/session/validate.h"
 
 namespace hc::session {
 namespace {
 
-// Sequence numbers in tags (transport.h): collectives use [0, 2^30 - 1), their descriptor
-// agreement the same with kAgreeBit, transfers the upper half with the rank pair folded in, and
-// kNoticeSeq carries failure notices.
-constexpr uint32_t kNoticeSeq = 0x7fffffffu;
-constexpr uint32_t kAgreeBit = 0x40000000u;
 constexpr size_t kNoticeBytes = 160;
 // A notice's first byte says what it is; text follows, NUL-terminated.
 constexpr uint8_t kNoticeFailure = 'F';
 constexpr uint8_t kNoticeGoodbye = 'B';
 
-uint32_t collectiveSeq(uint64_t seq) { return static_cast<uint32_t>(seq % (kAgreeBit - 1)); }
-
-// What every daemon must agree on for one collective: 16 bytes, compared bitwise.
+// What every daemon must agree on for one collective: the first 16 bytes, compared bitwise.
+// sliceBytes is a proposal: a daemon whose operands need staging (device memory, or the client's
+// own memory) asks for the pipeline in slices of its staging chunk; every daemon takes the
+// smallest proposal, or none (slice_staging.h).
 struct Descriptor {
   uint8_t type, dtype, redop, pad;
   int32_t root;
   uint64_t count;
+  uint64_t sliceBytes;
 };
-static_assert(sizeof(Descriptor) == 16);
-// Descriptor::pad of a daemon whose device copies for the op failed.
-constexpr uint8_t kStagingFailed = 1;
+static_assert(sizeof(Descriptor) == 24);
+constexpr size_t kAgreedBytes = offsetof(Descriptor, sliceBytes);
+
+bool needsStaging(const std::vector<PendingOp>& ops) {
+  return std::any_of(ops.begin(), ops.end(), [](const PendingOp& op) {
+    return op.sendRegion != nullptr || op.recvRegion != nullptr || op.sendRange.used() ||
+           op.recvRange.used();
+  });
+}
 
 std::string describe(const Descriptor& d) {
   PendingOp op;
@@ -96,11 +102,53 @@ uint16_t childTag(uint16_t parentTag, int color, uint64_t seq) {
 void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                             Match match) {
   const PendingOp& head = match.ops.front();
+  countStaging(match, "transport_host_only");
+  if (isPointToPoint(head.type)) return transferAcrossNodes(comm, net, std::move(match));
+  NetRun run;
+  run.comm = comm;
+  run.match = std::move(match);
+  run.layout = net.layout;
+  // Ranks on other daemons may have posted another descriptor, which the local matching cannot
+  // see; the daemons allgather theirs first (24 bytes each), so a mismatch fails every rank with
+  // the same message instead of running two different schedules. The same exchange settles
+  // whether the op runs as a pipeline of slices.
+  const PendingOp& first = run.match.ops.front();
+  const Descriptor mine{static_cast<uint8_t>(first.type),
+                        first.dtype,
+                        first.redop,
+                        0,
+                        first.root,
+                        first.count,
+                        needsStaging(run.match.ops) ? std::max<uint64_t>(
+                                                          options_.stagingChunkBytes, 1)
+                                                    : 0};
+  run.kind = NetRun::Kind::Agree;
+  exchange(net, std::move(run), &mine, sizeof(mine));
+}
+
+void Engine::exchange(const NetComm& net, NetRun run, const void* mine, size_t bytes) {
+  run.notice.assign(net.nodes.size() * bytes, 0);
+  std::memcpy(run.notice.data() + net.layout->self * bytes, mine, bytes);
+  coll::net::NetJob job;
+  job.spec.kind = coll::net::NetOpKind::AllGather;
+  job.spec.self = net.layout->self;
+  job.spec.comm = net.tag;
+  job.spec.seq = collectiveSeq(run.match.seq) | kAgreeBit;
+  job.spec.dtype = 0;  // int8
+  job.spec.blockCounts.assign(net.nodes.size(), bytes);
+  job.spec.buffer = run.notice.data();
+  job.spec.options = multiNode_.netOptions;
+  job.nodes = net.nodes;
+  submitNet(std::move(run), std::move(job));
+}
+
+void Engine::transferAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                                 Match match) {
+  const PendingOp& head = match.ops.front();
   std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;
   Status in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
-  countStaging(match, "transport_host_only");
-  if (!in.isOk() && isPointToPoint(head.type)) {
+  if (!in.isOk()) {
     // The other half of a transfer runs on another daemon, which no agreement tells: the
     // communicator fails, and its notice reaches every daemon of it.
     spdlog::warn("communicator {:x}: {}", comm->id(), in.message());
@@ -109,42 +157,21 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
     progress(comm);
     return;
   }
-  NetRun run;
-  if (in.isOk()) {
-    coll::LocalOp lop{head.type, head.dtype, head.redop, head.root, head.count};
-    auto plan = coll::hier::NodePlan::make(lop, *net.layout, std::move(bufs), &scratch_);
-    if (!plan.isOk()) {
-      comm->finishMatch(match, plan.status());
-      return;
-    }
-    run.plan = std::move(plan.value());
+  coll::LocalOp lop{head.type, head.dtype, head.redop, head.root, head.count};
+  auto plan = coll::hier::NodePlan::make(lop, *net.layout, std::move(bufs), &scratch_);
+  if (!plan.isOk()) {
+    comm->finishMatch(match, plan.status());
+    comm->fail(plan.status());
+    progress(comm);
+    return;
   }
+  NetRun run;
+  run.plan = std::move(plan.value());
   run.comm = comm;
   run.match = std::move(match);
   run.layout = net.layout;
   run.staged = std::move(staged);
-  run.stagingFailure = in;
-  if (isPointToPoint(head.type)) return startNetOp(net, std::move(run));
-  // Collectives: ranks on other daemons may have posted another descriptor, which the local
-  // matching cannot see; the daemons allgather theirs first (16 bytes each), so a mismatch fails
-  // every rank with the same message instead of running two different schedules.
-  const PendingOp& first = run.match.ops.front();
-  const Descriptor mine{static_cast<uint8_t>(first.type), first.dtype, first.redop,
-                        run.stagingFailure.isOk() ? uint8_t{0} : kStagingFailed, first.root,
-                        first.count};
-  run.kind = NetRun::Kind::Agree;
-  run.notice.assign(net.nodes.size() * sizeof(Descriptor), 0);
-  std::memcpy(run.notice.data() + net.layout->self * sizeof(Descriptor), &mine, sizeof(mine));
-  coll::net::NetJob job;
-  job.spec.kind = coll::net::NetOpKind::AllGather;
-  job.spec.self = net.layout->self;
-  job.spec.comm = net.tag;
-  job.spec.seq = collectiveSeq(run.match.seq) | kAgreeBit;
-  job.spec.dtype = 0;  // int8
-  job.spec.blockCounts.assign(net.nodes.size(), sizeof(Descriptor));
-  job.spec.buffer = run.notice.data();
-  job.nodes = net.nodes;
-  submitNet(std::move(run), std::move(job));
+  startNetOp(net, std::move(run));
 }
 
 void Engine::onAgreement(NetRun run) {
@@ -152,31 +179,8 @@ void Engine::onAgreement(NetRun run) {
   auto net = netComms_.find(run.comm->id());
   std::vector<Descriptor> all(layout.nodes());
   std::memcpy(all.data(), run.notice.data(), all.size() * sizeof(Descriptor));
-  std::string failedRanks;
-  for (uint32_t n = 0; n < all.size(); ++n) {
-    if (all[n].pad != kStagingFailed) continue;
-    all[n].pad = 0;
-    for (int r : layout.ranksOfNode[n]) {
-      failedRanks += (failedRanks.empty() ? "" : ",") + std::to_string(r);
-    }
-  }
-  if (!failedRanks.empty()) {
-    // Every daemon names the same ranks; the one that failed adds its device's words locally.
-    std::string text = "op " + std::to_string(run.match.seq) +
-                       ": staging device memory failed on the daemon of ranks " + failedRanks;
-    if (!run.stagingFailure.isOk()) text += " (" + run.stagingFailure.message() + ")";
-    const Status why{Code::DeviceError, text};
-    spdlog::warn("communicator {:x}: {}", run.comm->id(), why.message());
-    // As for a mismatch: every daemon reaches this same verdict, and a notice from here could
-    // overtake another daemon's agreement and give its ranks other words.
-    if (net != netComms_.end()) net->second.notified = true;
-    run.comm->finishMatch(run.match, why);
-    for (auto& op : run.match.ops) op.session->flushCompletions();
-    progress(run.comm);
-    return;
-  }
   for (uint32_t n = 1; n < all.size(); ++n) {
-    if (std::memcmp(&all[n], &all[0], sizeof(Descriptor)) == 0) continue;
+    if (std::memcmp(&all[n], &all[0], kAgreedBytes) == 0) continue;
     // The same words on every daemon: each has the same table.
     const Status why = invalidArgument(
         "op " + std::to_string(run.match.seq) + " mismatch: rank " +
@@ -195,7 +199,27 @@ void Engine::onAgreement(NetRun run) {
     run.comm->finishMatch(run.match, unavailable("the communicator went away"));
     return;
   }
+  uint64_t sliceBytes = 0;
+  for (const auto& d : all) {
+    if (d.sliceBytes != 0 && (sliceBytes == 0 || d.sliceBytes < sliceBytes)) {
+      sliceBytes = d.sliceBytes;
+    }
+  }
   run.kind = NetRun::Kind::Op;
+  const PendingOp& head = run.match.ops.front();
+  if (sliceBytes != 0 && head.count != 0 && sliceable(head.type)) {
+    return startPipeline(net->second, std::move(run), sliceBytes);
+  }
+  // Host memory on every daemon: the op runs whole, on the clients' segments.
+  coll::LocalOp lop{head.type, head.dtype, head.redop, head.root, head.count};
+  auto plan = coll::hier::NodePlan::make(lop, layout, matchBuffers(run.match), &scratch_);
+  if (!plan.isOk()) {
+    run.comm->finishMatch(run.match, plan.status());
+    run.comm->fail(plan.status());
+    progress(run.comm);
+    return;
+  }
+  run.plan = std::move(plan.value());
   startNetOp(net->second, std::move(run));
 }
 
@@ -316,14 +340,12 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
   run.comm->finishMatch(match, okStatus(), results);
 }
 
-void Engine::submitNet(NetRun run, coll::net::NetJob job) {
+Engine::NetRun& Engine::submitNet(NetRun run, coll::net::NetJob job) {
   job.id = nextRunId_++;
-  if (run.kind == NetRun::Kind::Agree || run.kind == NetRun::Kind::Op ||
-      run.kind == NetRun::Kind::Split) {
-    ++netOpsRunning_;
-  }
-  netRuns_.emplace(job.id, std::move(run));
+  if (run.kind != NetRun::Kind::Watch && run.kind != NetRun::Kind::Notice) ++netOpsRunning_;
+  NetRun& live = netRuns_.emplace(job.id, std::move(run)).first->second;
   multiNode_.executor->submit(std::move(job));
+  return live;
 }
 
 void Engine::watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net) {
@@ -371,6 +393,14 @@ void Engine::collectNet() {
       }
       for (auto& op : run.match.ops) op.session->flushCompletions();
       progress(run.comm);
+      continue;
+    }
+    if (run.kind == NetRun::Kind::Verdict) {
+      onVerdict(std::move(run), result.status);
+      continue;
+    }
+    if (run.pipeline != nullptr) {
+      onSliceDone(std::move(run), result.status);
       continue;
     }
     Status s = result.status;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,11 +39,14 @@ void stopAll(DaemonCluster& cluster) {
 // dtype x redop x count of the matrix, in place and out of place, against independently computed
 // results (worker_cases.cc). Four ranks: the seeded narrow-float data is exact at every hop for up
 // to four ranks (worker_values.h); beyond that the per-hop rounding of fp8 sums across nodes
-// differs from a single rounding by design (DESIGN.md, "Numerics").
+// differs from a single rounding by design (DESIGN.md, "Numerics"). Staging slices of 65537
+// bytes cut the larger messages into slices whose last one is short (an fp32 allgather of 4097
+// elements among four ranks runs as 4096 + 1 elements per block).
 TEST(DeviceJobTest, MixedVendorJobOverThreeNodesMatchesTheReferenceForTheWholeMatrix) {
   std::string error;
   ClusterOptions options;
   options.daemons = 3;
+  options.daemonArgs = {"--set", "devices.staging_chunk_bytes=65537"};
   options.perDaemonArgs = [](int d) {
     return d == 0 ? simDevices(2, 0) : d == 1 ? simDevices(0, 2) : simDevices(1, 1);
   };
@@ -99,49 +103,77 @@ TEST(DeviceJobTest, StagingUnderInjectedLatencyWithChunksThatDoNotDivideTheMessa
   stopAll(*cluster);
 }
 
-// The 5th copy on node B's device fails (devices.sim.fail_copy_at): with two copies per
-// out-of-place allreduce, that is op 2's copy in. Every rank, on both nodes, gets a DeviceError
-// for op 2 naming the node whose copy failed; nothing hangs; later ops fail at once (the
-// communicator is failed, as NCCL's is after an error); and the daemons serve a new job.
-TEST(DeviceJobTest, InjectedCopyFaultFailsThatOpOnEveryRankAndNothingHangs) {
+// Node B (daemon 1) fails its `failAt`-th device copy (devices.sim.fail_copy_at) while ranks 0, 1
+// on node A and rank 2 on node B run `iters` int32 allreduces of `count` on their devices. On
+// every rank of both nodes: the ops before `failedOp` succeed, op `failedOp` gets a DeviceError
+// naming node B's rank, no later op succeeds (the communicator is failed, as NCCL's is after an
+// error), and every op ends (nothing hangs). Node B's rank also hears which copy failed.
+std::unique_ptr<DaemonCluster> expectCopyFaultFailsOneOp(std::vector<std::string> daemonArgs,
+                                                         int failAt, int count, int iters,
+                                                         int failedOp) {
   std::string error;
   ClusterOptions options;
   options.daemons = 2;
-  options.perDaemonArgs = [](int d) {
+  options.daemonArgs = std::move(daemonArgs);
+  options.perDaemonArgs = [failAt](int d) {
     std::vector<std::string> args = simDevices(1, 1);
-    if (d == 1) args.insert(args.end(), {"--set", "devices.sim.fail_copy_at=5"});
+    if (d == 1) {
+      args.insert(args.end(), {"--set", "devices.sim.fail_copy_at=" + std::to_string(failAt)});
+    }
     return args;
   };
   auto cluster = DaemonCluster::start(options, &error);
-  ASSERT_NE(cluster, nullptr) << error;
+  EXPECT_NE(cluster, nullptr) << error;
+  if (cluster == nullptr) return nullptr;
   const std::vector<std::string> devices = {"sim:nvidia:0", "sim:amd:0", "sim:nvidia:0"};
   auto job = ClusterJob::start(*cluster, "fault", {0, 0, 1},
-                               {"--mode", "deviceops", "--count", "1000", "--iters", "5"}, &error,
-                               [&](int rank) { return deviceArg(devices[rank]); });
-  ASSERT_NE(job, nullptr) << error;
-  ASSERT_TRUE(job->waitAll(seconds(60))) << job->report() << cluster->logTails();
+                               {"--mode", "deviceops", "--count", std::to_string(count),
+                                "--iters", std::to_string(iters)},
+                               &error, [&](int rank) { return deviceArg(devices[rank]); });
+  EXPECT_NE(job, nullptr) << error;
+  if (job == nullptr) return cluster;
+  EXPECT_TRUE(job->waitAll(seconds(60))) << job->report() << cluster->logTails();
+  const auto op = [](int k) { return "op " + std::to_string(k) + " status="; };
   for (int i = 0; i < job->size(); ++i) {
     SCOPED_TRACE("rank " + std::to_string(job->spec(i).rank));
     const std::string out = job->proc(i).output();
-    EXPECT_NE(out.find("op 0 status=0 "), std::string::npos) << out;
-    EXPECT_NE(out.find("op 1 status=0 "), std::string::npos) << out;
-    EXPECT_NE(out.find("op 2 status=9 "), std::string::npos) << out;  // HC_DEVICE_ERROR
+    for (int k = 0; k < failedOp; ++k) EXPECT_NE(out.find(op(k) + "0 "), std::string::npos) << out;
+    EXPECT_NE(out.find(op(failedOp) + "9 "), std::string::npos) << out;  // HC_DEVICE_ERROR
     EXPECT_NE(out.find("on the daemon of ranks 2"), std::string::npos) << out;
-    EXPECT_EQ(out.find("op 3 status=0 "), std::string::npos) << out;
-    EXPECT_NE(out.find("op 4 status="), std::string::npos) << out;
+    for (int k = failedOp + 1; k < iters; ++k) {
+      EXPECT_EQ(out.find(op(k) + "0 "), std::string::npos) << out;
+    }
+    EXPECT_NE(out.find(op(iters - 1)), std::string::npos) << out;
     EXPECT_NE(out.find("#wrong 0"), std::string::npos) << out;
   }
-  // The node whose copy failed says which copy it was.
   EXPECT_NE(job->proc(2).output().find("copy on sim nvidia:0 failed"), std::string::npos)
       << job->proc(2).output();
-  job.reset();
+  return cluster;
+}
 
+// With two copies per out-of-place allreduce that fits one slice, the 5th copy is op 2's copy
+// in. Afterwards the daemons serve a new job.
+TEST(DeviceJobTest, InjectedCopyFaultFailsThatOpOnEveryRankAndNothingHangs) {
+  auto cluster = expectCopyFaultFailsOneOp({}, 5, 1000, 5, 2);
+  ASSERT_NE(cluster, nullptr);
+  std::string error;
+  const std::vector<std::string> devices = {"sim:nvidia:0", "sim:amd:0"};
   auto again = ClusterJob::start(*cluster, "after-fault", {0, 1},
                                  {"--mode", "deviceops", "--count", "4099", "--iters", "3"}, &error,
                                  [&](int rank) { return deviceArg(devices[rank]); });
   ASSERT_NE(again, nullptr) << error;
   expectClusterJobSucceeds(*again, *cluster, seconds(60));
   again.reset();
+  stopAll(*cluster);
+}
+
+// The pipeline: 4097 int32 in slices of 4096 bytes is five slices (the last of one element), ten
+// copies per op on node B (five in, five out). Its 15th copy fails in the middle of op 1, after
+// earlier slices of that op went over the wire.
+TEST(DeviceJobTest, CopyFaultInTheMiddleOfAPipelinedOpFailsThatOpOnEveryRank) {
+  auto cluster =
+      expectCopyFaultFailsOneOp({"--set", "devices.staging_chunk_bytes=4096"}, 15, 4097, 3, 1);
+  ASSERT_NE(cluster, nullptr);
   stopAll(*cluster);
 }
 

@@ -1,0 +1,149 @@
+// The CPU-forwarding pipeline: a collective across daemons whose operands need staging (device
+// memory, or the client's own memory) runs in slices (slice_staging.h). While the daemons
+// exchange slice k on the progress thread, this (IPC) thread copies slice k-1's results out and
+// slice k+1's operands in and combines them, so copies overlap the wire. After the last slice
+// the daemons allgather one byte each, whether all their copies succeeded, and every rank of the
+// op gets the same verdict.
+#include <spdlog/spdlog.h>
+
+#include "daemon/coll/reduce.h"
+#include "daemon/session/engine.h"
+#include "daemon/session/net_seq.h"
+#include "daemon/session/validate.h"
+
+namespace hc::session {
+
+void Engine::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) {
+  const PendingOp& head = run.match.ops.front();
+  const size_t esz = coll::dtypeSize(head.dtype);
+  const int nranks = run.comm->nranks();
+  run.pipeline = std::make_unique<Pipeline>();
+  run.pipeline->staging = std::make_unique<SliceStaging>(
+      head.type, nranks, esz, head.count, sliceCount(head.type, nranks, esz, sliceBytes),
+      &staging_, &copier_);
+  auto first = planSlice(run, 0);
+  if (!first.isOk()) {
+    // No staging memory: this daemon cannot take part, and the others learn it from the notice.
+    run.comm->finishMatch(run.match, first.status());
+    run.comm->fail(first.status());
+    progress(run.comm);
+    return;
+  }
+  run.plan = std::move(first.value());
+  NetRun& live = submitSlice(net, std::move(run));
+  prepareNextSlice(live);
+}
+
+Result<std::unique_ptr<coll::hier::NodePlan>> Engine::planSlice(NetRun& run, size_t k) {
+  const PendingOp& head = run.match.ops.front();
+  std::vector<coll::RankBuffers> bufs = matchBuffers(run.match);
+  HC_RETURN_IF_ERROR(run.pipeline->staging->stageIn(run.match.ops, k, bufs));
+  coll::LocalOp lop{head.type, head.dtype, head.redop, head.root,
+                    run.pipeline->staging->countOf(k)};
+  auto plan = coll::hier::NodePlan::make(lop, *run.layout, std::move(bufs), &scratch_);
+  if (!plan.isOk()) return plan.status();
+  (*plan)->before();
+  return std::move(plan.value());
+}
+
+Engine::NetRun& Engine::submitSlice(const NetComm& net, NetRun run) {
+  coll::net::NetJob job;
+  job.spec = run.plan->spec();
+  job.spec.comm = net.tag;
+  job.spec.options = multiNode_.netOptions;
+  job.spec.seq = collectiveSeq(run.match.seq);
+  job.nodes = net.nodes;
+  return submitNet(std::move(run), std::move(job));
+}
+
+void Engine::prepareNextSlice(NetRun& run) {
+  Pipeline& p = *run.pipeline;
+  const size_t k = p.running + 1;
+  if (k >= p.staging->slices()) return;
+  auto plan = planSlice(run, k);
+  if (!plan.isOk()) {
+    // The running slice ends through the failure (notices stop the other daemons' side of it).
+    spdlog::warn("communicator {:x}: op {}: slice {}: {}", run.comm->id(), run.match.seq, k,
+                 plan.status().message());
+    run.comm->fail(plan.status());
+    return;
+  }
+  p.next = std::move(plan.value());
+}
+
+void Engine::onSliceDone(NetRun run, const Status& status) {
+  Pipeline& p = *run.pipeline;
+  auto net = netComms_.find(run.comm->id());
+  Status failure = status;
+  if (failure.isOk() && net == netComms_.end()) {
+    failure = unavailable("the communicator went away");
+  }
+  if (failure.isOk() && p.next == nullptr && p.running + 1 < p.staging->slices()) {
+    failure = run.comm->failure();  // the next slice could not be prepared
+  }
+  if (!failure.isOk()) {
+    spdlog::warn("communicator {:x}: {} across daemons failed in slice {} of {}: {}",
+                 run.comm->id(), opName(run.match.ops.front().type), p.running,
+                 p.staging->slices(), failure.message());
+    run.comm->finishMatch(run.match, failure);
+    for (auto& op : run.match.ops) op.session->flushCompletions();
+    progress(run.comm);
+    return;
+  }
+  run.plan->after();
+  run.plan.reset();  // its scratch goes back to the pool
+  const size_t done = p.running;
+  if (p.next == nullptr) {  // that was the last slice
+    p.staging->stageOut(run.match.ops, done);
+    return startVerdict(net->second, std::move(run));
+  }
+  // The next slice goes on the wire first; this slice's copies out and the one after's copies in
+  // run meanwhile.
+  run.plan = std::move(p.next);
+  ++p.running;
+  NetRun& live = submitSlice(net->second, std::move(run));
+  live.pipeline->staging->stageOut(live.match.ops, done);
+  prepareNextSlice(live);
+}
+
+void Engine::startVerdict(const NetComm& net, NetRun run) {
+  run.kind = NetRun::Kind::Verdict;
+  const uint8_t failed = run.pipeline->staging->failure().isOk() ? 0 : 1;
+  exchange(net, std::move(run), &failed, 1);
+}
+
+void Engine::onVerdict(NetRun run, const Status& status) {
+  std::string failedRanks;
+  if (status.isOk()) {
+    const auto& layout = *run.layout;
+    for (uint32_t n = 0; n < layout.nodes() && n < run.notice.size(); ++n) {
+      if (run.notice[n] == 0) continue;
+      for (int r : layout.ranksOfNode[n]) {
+        failedRanks += (failedRanks.empty() ? "" : ",") + std::to_string(r);
+      }
+    }
+  }
+  Status result = status;
+  if (!failedRanks.empty()) {
+    // Every daemon names the same ranks; the one that failed adds its device's words locally.
+    const Status& mine = run.pipeline->staging->failure();
+    std::string text = "op " + std::to_string(run.match.seq) +
+                       ": staging device memory failed on the daemon of ranks " + failedRanks;
+    if (!mine.isOk()) text += " (" + mine.message() + ")";
+    result = Status{Code::DeviceError, text};
+    spdlog::warn("communicator {:x}: {}", run.comm->id(), text);
+    // As for a mismatch: every daemon reaches this same verdict, and a notice from here could
+    // reach another daemon before its own verdict and give its ranks other words.
+    if (auto net = netComms_.find(run.comm->id()); net != netComms_.end()) {
+      net->second.notified = true;
+    }
+  } else if (!status.isOk()) {
+    spdlog::warn("communicator {:x}: {} across daemons failed: {}", run.comm->id(),
+                 opName(run.match.ops.front().type), status.message());
+  }
+  run.comm->finishMatch(run.match, result);
+  for (auto& op : run.match.ops) op.session->flushCompletions();
+  progress(run.comm);
+}
+
+}  // namespace hc::session
