@@ -37,6 +37,11 @@ Result<ipc::BufferRef> Connection::deviceRef(DeviceRuntime* rt, const DevicePoin
     f.memoryType = at.memoryType;
     f.vendor = at.vendor;
     f.device = at.device;
+    if (at.hasPciAddress) {
+      // Names the GPU whatever the daemon's *_VISIBLE_DEVICES: ordinals may differ, this does not.
+      f.flags |= ipc::kMemRegisterPciAddress;
+      f.pciAddress = at.pciAddress;
+    }
     f.allocationId = at.allocationId;
     f.bytes = at.bytes;
     f.handleKind = exported->handleKind;

@@ -26,10 +26,15 @@ namespace hc::client {
 struct DevicePointer {
   uint8_t memoryType = 0;
   uint8_t vendor = 0;
-  int32_t device = 0;         // device index within the vendor
+  int32_t device = 0;         // the runtime's ordinal of the device within the vendor
   uint64_t allocationId = 0;  // stable for the allocation's life; never reused while it lives
-  uintptr_t base = 0;         // start of the allocation
-  uint64_t bytes = 0;         // size of the allocation
+  uintptr_t base = 0;         // start of the allocation (of its mapping, for VMM memory)
+  uint64_t bytes = 0;         // size of the allocation (of its mapping, for VMM memory)
+  // The device's PCI address (ipc::packPciAddress), which names it to the daemon whatever
+  // *_VISIBLE_DEVICES did to the ordinal. Only when hasPciAddress: a runtime that cannot say
+  // leaves the daemon to go by the ordinal.
+  bool hasPciAddress = false;
+  uint32_t pciAddress = 0;
 };
 
 // An exported allocation, ready for a MemRegister frame.
@@ -50,6 +55,9 @@ class DeviceRuntime {
   // true when `ptr` is device memory of this runtime (host-registered or managed memory is not);
   // fills `out`. Never fails: a pointer the runtime does not know is simply not its own.
   virtual bool lookup(const void* ptr, DevicePointer* out) = 0;
+  // A handle the daemon can map [p.base, p.base + p.bytes) from: a legacy IPC handle for
+  // ordinary allocations, an fd for VMM allocations (cuMemCreate/hipMemCreate, which legacy IPC
+  // cannot export) and sim memory. The error names the allocation and why it cannot be shared.
   [[nodiscard]] virtual Result<ExportedAllocation> exportAllocation(const DevicePointer& p) = 0;
 
   // true when `stream` is a stream of this runtime (the legacy default stream, 0, never is).

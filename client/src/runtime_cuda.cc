@@ -8,19 +8,30 @@
 // from cuGetProcAddress_v2 at the CUDA version whose signature is declared here (drivers since
 // 12.0), else from dlsym of the versioned names.
 //
-// Limits: only cudaMalloc-style allocations export (cuIpcGetMemHandle); VMM allocations
-// (cuMemCreate, PyTorch's expandable segments) are refused by the driver there. ownsStream()
-// claims every non-null stream, so a process that loaded both CUDA and HIP must not pass HIP
-// streams to a CUDA-first runtime list.
+// Exports: cudaMalloc-style allocations as legacy IPC handles (cuIpcGetMemHandle); VMM
+// allocations (cuMemCreate + cuMemMap, PyTorch's expandable segments), which the driver refuses
+// to export that way, as a POSIX fd (cuMemExportToShareableHandle), which needs the allocation to
+// have been created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR requested. The VMM calls are
+// optional (drivers before 11.0 lack cuMemRetainAllocationHandle): without them every allocation
+// is exported the legacy way. Devices are named to the daemon by PCI address as well as ordinal.
+//
+// Limits: ownsStream() claims every non-null stream, so a process that loaded both CUDA and HIP
+// must not pass HIP streams to a CUDA-first runtime list. For VMM memory, cuMemGetAddressRange
+// reports the mapping of one cuMemCreate allocation, so a buffer that spans two allocations
+// mapped side by side (a large tensor in an expandable-segments pool) overruns the registered
+// range and is refused rather than half mapped.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "client/src/device_runtime.h"
+#include "client/src/gpu_runtime_util.h"
 #include "common/ipc/protocol.h"
 
 namespace hc::client {
@@ -33,8 +44,17 @@ using CuStream = void*;                  // CUstream
 using CuContext = void*;                 // CUcontext
 using CuDevice = int;                    // CUdevice
 using CuHostFn = void (*)(void*);        // CUhostFn
+using CuMemHandle = unsigned long long;  // CUmemGenericAllocationHandle
 struct CuIpcMemHandle {                  // CUipcMemHandle
   char reserved[64];
+};
+struct CuMemAllocationProp {  // CUmemAllocationProp, unchanged since CUDA 10.2
+  int type;                   // CUmemAllocationType
+  int requestedHandleTypes;   // CUmemAllocationHandleType bits
+  int locationType;           // CUmemLocation
+  int locationId;
+  void* win32HandleMetaData;
+  unsigned char allocFlags[8];
 };
 constexpr CuResult kCudaSuccess = 0;
 constexpr CuResult kCudaErrorInvalidContext = 201;
@@ -43,6 +63,10 @@ constexpr int kPointerAttributeMemoryType = 2;       // CU_POINTER_ATTRIBUTE_MEM
 constexpr int kPointerAttributeBufferId = 7;         // CU_POINTER_ATTRIBUTE_BUFFER_ID
 constexpr int kPointerAttributeIsManaged = 8;        // CU_POINTER_ATTRIBUTE_IS_MANAGED
 constexpr int kPointerAttributeDeviceOrdinal = 9;    // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+constexpr int kDeviceAttributePciBusId = 33;         // CU_DEVICE_ATTRIBUTE_PCI_BUS_ID
+constexpr int kDeviceAttributePciDeviceId = 34;      // CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID
+constexpr int kDeviceAttributePciDomainId = 50;      // CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID
+constexpr int kMemHandleTypePosixFd = 0x1;           // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 constexpr unsigned kMemoryTypeDevice = 2;            // CU_MEMORYTYPE_DEVICE
 constexpr unsigned kMemHostRegisterPortable = 0x1;   // CU_MEMHOSTREGISTER_PORTABLE
 constexpr unsigned kMemHostRegisterDeviceMap = 0x2;  // CU_MEMHOSTREGISTER_DEVICEMAP
@@ -52,6 +76,7 @@ constexpr int kGetProcAddressSuccess = 0;            // CU_GET_PROC_ADDRESS_SUCC
 
 static_assert(sizeof(CuIpcMemHandle) == sizeof(ExportedAllocation::handle));
 static_assert(sizeof(CuDevicePtr) == 8);
+static_assert(sizeof(CuMemAllocationProp) == 32);
 
 using GetProcAddressFn = CuResult (*)(const char*, void**, int, uint64_t, int*);
 
@@ -96,10 +121,18 @@ class CudaRuntime final : public DeviceRuntime {
   };
 
   bool resolveAll(void* library);
+  bool resolveVmm(void* library);
   template <typename Fn>
   bool resolve(void* library, const char* name, int version, const char* symbol, Fn* slot,
                const char* olderSymbol = nullptr);
   Status failure(const char* call, CuResult result) const;
+  // The same, naming the allocation the call was about.
+  Status failure(const char* call, CuResult result, const DevicePointer& p) const;
+  // The PCI address of `device`; nullopt when the driver cannot say.
+  std::optional<uint32_t> pciAddress(CuDevice device);
+  // The POSIX fd of the VMM allocation `handle` (retained by the caller) that maps at p.base.
+  // Runs with the allocation's context current.
+  Result<ExportedAllocation> exportVmm(const DevicePointer& p, CuMemHandle handle);
 
   GetProcAddressFn getProcAddress_ = nullptr;
   CuResult (*getErrorName_)(CuResult, const char**) = nullptr;
@@ -118,9 +151,17 @@ class CudaRuntime final : public DeviceRuntime {
   CuResult (*devicePrimaryCtxRelease_)(CuDevice) = nullptr;
   CuResult (*ctxPushCurrent_)(CuContext) = nullptr;
   CuResult (*ctxPopCurrent_)(CuContext*) = nullptr;
+  CuResult (*deviceGetAttribute_)(int*, int, CuDevice) = nullptr;
+  // VMM exports; all four or none (hasVmm_).
+  CuResult (*memRetainAllocationHandle_)(CuMemHandle*, void*) = nullptr;
+  CuResult (*memGetAllocationPropertiesFromHandle_)(CuMemAllocationProp*, CuMemHandle) = nullptr;
+  CuResult (*memExportToShareableHandle_)(void*, CuMemHandle, int, unsigned long long) = nullptr;
+  CuResult (*memRelease_)(CuMemHandle) = nullptr;
+  bool hasVmm_ = false;
 
   std::mutex mutex_;
   std::vector<MappedRange> mapped_;  // guarded by mutex_
+  PciAddresses pciAddresses_;
 };
 
 // Prefers cuGetProcAddress_v2 at `version` (the CUDA version that introduced the signature
@@ -167,7 +208,23 @@ bool CudaRuntime::resolveAll(void* library) {
          resolve(library, "cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2",
                  &devicePrimaryCtxRelease_) &&
          resolve(library, "cuCtxPushCurrent", 4000, "cuCtxPushCurrent_v2", &ctxPushCurrent_) &&
-         resolve(library, "cuCtxPopCurrent", 4000, "cuCtxPopCurrent_v2", &ctxPopCurrent_);
+         resolve(library, "cuCtxPopCurrent", 4000, "cuCtxPopCurrent_v2", &ctxPopCurrent_) &&
+         resolve(library, "cuDeviceGetAttribute", 2000, "cuDeviceGetAttribute",
+                 &deviceGetAttribute_) &&
+         resolveVmm(library);
+}
+
+// Optional: always true. hasVmm_ says whether VMM allocations can be exported.
+bool CudaRuntime::resolveVmm(void* library) {
+  hasVmm_ =
+      resolve(library, "cuMemRetainAllocationHandle", 11000, "cuMemRetainAllocationHandle",
+              &memRetainAllocationHandle_) &&
+      resolve(library, "cuMemGetAllocationPropertiesFromHandle", 10020,
+              "cuMemGetAllocationPropertiesFromHandle", &memGetAllocationPropertiesFromHandle_) &&
+      resolve(library, "cuMemExportToShareableHandle", 10020, "cuMemExportToShareableHandle",
+              &memExportToShareableHandle_) &&
+      resolve(library, "cuMemRelease", 10020, "cuMemRelease", &memRelease_);
+  return true;
 }
 
 CudaRuntime* CudaRuntime::createIfLoaded() {
@@ -187,6 +244,18 @@ Status CudaRuntime::failure(const char* call, CuResult result) const {
   if (getErrorName_(result, &name) != kCudaSuccess || name == nullptr) name = "CUresult";
   return Status(Code::DeviceError,
                 std::string(call) + " failed: " + name + " [" + std::to_string(result) + "]");
+}
+
+Status CudaRuntime::failure(const char* call, CuResult result, const DevicePointer& p) const {
+  return aboutAllocation(failure(call, result), "CUDA", p);
+}
+
+std::optional<uint32_t> CudaRuntime::pciAddress(CuDevice device) {
+  return pciAddresses_.get(device, [this](CuDevice d, int* domain, int* bus, int* slot) {
+    return deviceGetAttribute_(domain, kDeviceAttributePciDomainId, d) == kCudaSuccess &&
+           deviceGetAttribute_(bus, kDeviceAttributePciBusId, d) == kCudaSuccess &&
+           deviceGetAttribute_(slot, kDeviceAttributePciDeviceId, d) == kCudaSuccess;
+  });
 }
 
 CudaRuntime::ContextForCall::ContextForCall(const CudaRuntime& rt, CuDevice device)
@@ -257,19 +326,64 @@ bool CudaRuntime::lookup(const void* ptr, DevicePointer* out) {
   p.allocationId = bufferId;
   p.base = static_cast<uintptr_t>(base);
   p.bytes = bytes;
+  if (std::optional<uint32_t> address = pciAddress(device)) {
+    p.hasPciAddress = true;
+    p.pciAddress = *address;
+  }
   *out = p;
   return true;
 }
 
 Result<ExportedAllocation> CudaRuntime::exportAllocation(const DevicePointer& p) {
   ContextForCall context(*this, p.device);
+  CuMemHandle vmm = 0;
+  // Succeeds only for memory mapped with cuMemMap: a VMM allocation, which cuIpcGetMemHandle
+  // refuses. Any other answer means ordinary memory, exported the legacy way below.
+  if (hasVmm_ &&
+      memRetainAllocationHandle_(&vmm, reinterpret_cast<void*>(p.base)) == kCudaSuccess) {
+    Result<ExportedAllocation> exported = exportVmm(p, vmm);
+    // Drops the reference the retain took, not the allocation: its owner's mapping holds that.
+    const CuResult released = memRelease_(vmm);
+    if (released != kCudaSuccess) {
+      if (exported.isOk()) ::close(exported->fd);
+      return failure("cuMemRelease (of the retained handle)", released, p);
+    }
+    return exported;
+  }
   CuIpcMemHandle handle{};
   const CuResult result = ipcGetMemHandle_(&handle, static_cast<CuDevicePtr>(p.base));
-  if (result != kCudaSuccess) return failure("cuIpcGetMemHandle", result);
+  if (result != kCudaSuccess) return failure("cuIpcGetMemHandle", result, p);
   ExportedAllocation exported;
   exported.handleKind = static_cast<uint32_t>(ipc::HandleKind::LegacyIpc);
   std::memcpy(exported.handle, &handle, sizeof(handle));
   exported.fd = -1;
+  return exported;
+}
+
+Result<ExportedAllocation> CudaRuntime::exportVmm(const DevicePointer& p, CuMemHandle handle) {
+  CuMemAllocationProp prop{};
+  CuResult result = memGetAllocationPropertiesFromHandle_(&prop, handle);
+  if (result != kCudaSuccess) {
+    return failure("cuMemGetAllocationPropertiesFromHandle", result, p);
+  }
+  // A VMM allocation exports only as a handle type its creator asked for; the driver's own error
+  // for this case does not say so.
+  if ((prop.requestedHandleTypes & kMemHandleTypePosixFd) == 0) {
+    const std::string has = std::to_string(prop.requestedHandleTypes);
+    return invalidArgument(describeAllocation("CUDA", p) +
+                           " is VMM memory (cuMemCreate) created without "
+                           "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR in CUmemAllocationProp::"
+                           "requestedHandleTypes (it has " +
+                           has +
+                           "), so it cannot be shared with hetero-commd: allocate it with that "
+                           "handle type");
+  }
+  int fd = -1;
+  result = memExportToShareableHandle_(&fd, handle, kMemHandleTypePosixFd, 0);
+  if (result != kCudaSuccess) return failure("cuMemExportToShareableHandle", result, p);
+  ExportedAllocation exported;
+  exported.handleKind = static_cast<uint32_t>(ipc::HandleKind::Fd);
+  exported.fd = fd;
   return exported;
 }
 

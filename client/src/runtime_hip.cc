@@ -7,16 +7,26 @@
 // here: hipMemoryType was renumbered (the device value is 1 in 5.x, 2 in 6.x), so the value to
 // compare with follows the runtime's major version; and hipPointerAttribute_t renamed its first
 // field (same layout, so the struct below fits both).
+//
+// Exports: hipMalloc allocations as legacy IPC handles; VMM allocations (hipMemCreate +
+// hipMemMap), which legacy IPC cannot export, as a POSIX fd (hipMemExportToShareableHandle), which
+// needs the allocation to have been created with hipMemHandleTypePosixFileDescriptor requested.
+// The VMM calls (HIP 5.1+) are optional. The allocation's properties are not read to explain a
+// refused export: hipMemAllocationProp changed layout in 6.0. As with CUDA, a VMM buffer must lie
+// within one hipMemCreate allocation. Devices are named to the daemon by PCI address as well.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "client/src/device_runtime.h"
+#include "client/src/gpu_runtime_util.h"
 #include "common/ipc/protocol.h"
 
 namespace hc::client {
@@ -34,6 +44,8 @@ using HipStreamCallback = void (*)(HipStream, HipError, void*);
 struct HipIpcMemHandle {
   char reserved[64];
 };
+// hipMemGenericAllocationHandle_t, an opaque pointer.
+using HipMemHandle = void*;
 // hipPointerAttribute_t; its first field is named `type` since 6.0.
 struct HipPointerAttributes {
   int memoryType;
@@ -49,6 +61,12 @@ constexpr int kHipMemoryTypeDeviceV5 = 1;
 constexpr int kHipMemoryTypeDeviceV6 = 2;
 // HIP_POINTER_ATTRIBUTE_BUFFER_ID: CUDA's numbering, the same in 5.x and 6.x.
 constexpr int kHipPointerAttributeBufferId = 7;
+// hipDeviceAttributePciBusId, PciDeviceId, PciDomainID: 67, 68, 69 in 5.x and 6.x (6.0 renamed
+// the attribute before them, hipDeviceAttributeName, to Unused1, in place).
+constexpr int kHipDeviceAttributePciBusId = 67;
+constexpr int kHipDeviceAttributePciDeviceId = 68;
+constexpr int kHipDeviceAttributePciDomainId = 69;
+constexpr int kHipMemHandleTypePosixFd = 0x1;  // hipMemHandleTypePosixFileDescriptor
 constexpr unsigned kHipHostRegisterPortable = 0x1;
 constexpr unsigned kHipHostRegisterMapped = 0x2;
 constexpr unsigned kHipStreamWaitValueGte = 0x0;
@@ -96,7 +114,14 @@ class HipRuntime final : public DeviceRuntime {
     return error;
   }
   Status failure(const char* call, HipError error) const;
+  // The same, naming the allocation the call was about.
+  Status failure(const char* call, HipError error, const DevicePointer& p) const;
   uint64_t allocationId(const void* ptr, uintptr_t base, uint64_t bytes);
+  // The PCI address of `device`; nullopt when the runtime cannot say.
+  std::optional<uint32_t> pciAddress(int device);
+  // Runs with the allocation's device current.
+  Result<ExportedAllocation> exportLegacy(const DevicePointer& p);
+  Result<ExportedAllocation> exportVmm(const DevicePointer& p, HipMemHandle handle);
 
   int deviceMemoryType_ = kHipMemoryTypeDeviceV6;
   HipError (*getLastError_)() = nullptr;
@@ -119,11 +144,18 @@ class HipRuntime final : public DeviceRuntime {
   HipError (*hostGetDevicePointer_)(void**, void*, unsigned) = nullptr;
   HipError (*hostRegister_)(void*, size_t, unsigned) = nullptr;
   HipError (*streamSynchronize_)(HipStream) = nullptr;
+  HipError (*deviceGetAttribute_)(int*, int, int) = nullptr;
+  // VMM exports; all three or none (hasVmm_).
+  HipError (*memRetainAllocationHandle_)(HipMemHandle*, void*) = nullptr;
+  HipError (*memExportToShareableHandle_)(void*, HipMemHandle, int, unsigned long long) = nullptr;
+  HipError (*memRelease_)(HipMemHandle) = nullptr;
+  bool hasVmm_ = false;
 
   std::mutex mutex_;
   std::vector<MappedRange> mapped_;                        // guarded by mutex_
   std::unordered_map<uintptr_t, DevicePointer> fallback_;  // guarded by mutex_; by base address
   uint64_t nextFallbackId_ = 1;                            // guarded by mutex_
+  PciAddresses pciAddresses_;
 };
 
 template <typename Fn>
@@ -159,12 +191,17 @@ HipRuntime* HipRuntime::createIfLoaded() {
                   resolve(library, "hipStreamWaitValue32", &runtime->streamWaitValue32_) &&
                   resolve(library, "hipHostGetDevicePointer", &runtime->hostGetDevicePointer_) &&
                   resolve(library, "hipHostRegister", &runtime->hostRegister_) &&
-                  resolve(library, "hipStreamSynchronize", &runtime->streamSynchronize_);
+                  resolve(library, "hipStreamSynchronize", &runtime->streamSynchronize_) &&
+                  resolve(library, "hipDeviceGetAttribute", &runtime->deviceGetAttribute_);
   if (!complete) {
     delete runtime;
     return nullptr;
   }
   (void)resolve(library, "hipPointerGetAttribute", &runtime->pointerGetAttribute_);
+  runtime->hasVmm_ =
+      resolve(library, "hipMemRetainAllocationHandle", &runtime->memRetainAllocationHandle_) &&
+      resolve(library, "hipMemExportToShareableHandle", &runtime->memExportToShareableHandle_) &&
+      resolve(library, "hipMemRelease", &runtime->memRelease_);
   if (!resolve(library, "hipLaunchHostFunc", &runtime->launchHostFunc_) &&
       !resolve(library, "hipStreamAddCallback", &runtime->streamAddCallback_)) {
     delete runtime;
@@ -189,6 +226,20 @@ Status HipRuntime::failure(const char* call, HipError error) const {
                                        std::to_string(error) + "]");
 }
 
+Status HipRuntime::failure(const char* call, HipError error, const DevicePointer& p) const {
+  return aboutAllocation(failure(call, error), "HIP", p);
+}
+
+std::optional<uint32_t> HipRuntime::pciAddress(int device) {
+  return pciAddresses_.get(device, [this](int d, int* domain, int* bus, int* slot) {
+    auto ask = [&](int* value, int attribute) {
+      return quietly([&] { return deviceGetAttribute_(value, attribute, d); }) == kHipSuccess;
+    };
+    return ask(domain, kHipDeviceAttributePciDomainId) && ask(bus, kHipDeviceAttributePciBusId) &&
+           ask(slot, kHipDeviceAttributePciDeviceId);
+  });
+}
+
 bool HipRuntime::lookup(const void* ptr, DevicePointer* out) {
   if (ptr == nullptr) return false;
   HipPointerAttributes attributes{};
@@ -208,6 +259,10 @@ bool HipRuntime::lookup(const void* ptr, DevicePointer* out) {
   p.base = reinterpret_cast<uintptr_t>(base);
   p.bytes = bytes;
   p.allocationId = allocationId(ptr, p.base, p.bytes);
+  if (std::optional<uint32_t> address = pciAddress(p.device)) {
+    p.hasPciAddress = true;
+    p.pciAddress = *address;
+  }
   *out = p;
   return true;
 }
@@ -238,18 +293,55 @@ uint64_t HipRuntime::allocationId(const void* ptr, uintptr_t base, uint64_t byte
 }
 
 Result<ExportedAllocation> HipRuntime::exportAllocation(const DevicePointer& p) {
-  // hipIpcGetMemHandle exports through the current device: make the allocation's device current
-  // for the call and give the caller's thread its own device back afterwards.
+  // The runtime exports through the current device: make the allocation's device current for
+  // the calls and give the caller's thread its own device back afterwards.
   int previous = 0;
   HipError error = getDevice_(&previous);
   if (error != kHipSuccess) return failure("hipGetDevice", error);
   if (previous != p.device && (error = setDevice_(p.device)) != kHipSuccess) {
     return failure("hipSetDevice", error);
   }
-  HipIpcMemHandle handle{};
-  error = ipcGetMemHandle_(&handle, reinterpret_cast<void*>(p.base));
+  Result<ExportedAllocation> exported = internalError("not exported");
+  HipMemHandle vmm = nullptr;
+  auto retain = [&] { return memRetainAllocationHandle_(&vmm, reinterpret_cast<void*>(p.base)); };
+  // Succeeds only for memory mapped with hipMemMap: a VMM allocation, which legacy IPC cannot
+  // export. Any other answer means ordinary memory, and must not linger in hipGetLastError.
+  if (hasVmm_ && quietly(retain) == kHipSuccess) {
+    exported = exportVmm(p, vmm);
+    // Drops the reference the retain took, not the allocation: its owner's mapping holds that.
+    error = memRelease_(vmm);
+    if (error != kHipSuccess) {
+      if (exported.isOk()) ::close(exported->fd);
+      exported = failure("hipMemRelease (of the retained handle)", error, p);
+    }
+  } else {
+    exported = exportLegacy(p);
+  }
   if (previous != p.device) (void)setDevice_(previous);
-  if (error != kHipSuccess) return failure("hipIpcGetMemHandle", error);
+  return exported;
+}
+
+Result<ExportedAllocation> HipRuntime::exportVmm(const DevicePointer& p, HipMemHandle handle) {
+  int fd = -1;
+  HipError error = memExportToShareableHandle_(&fd, handle, kHipMemHandleTypePosixFd, 0);
+  if (error != kHipSuccess) {
+    Status refused = failure("hipMemExportToShareableHandle", error, p);
+    return Status(refused.code(),
+                  refused.message() +
+                      ": it is VMM memory (hipMemCreate), which exports as an fd only when "
+                      "created with hipMemHandleTypePosixFileDescriptor in hipMemAllocationProp's "
+                      "requested handle type");
+  }
+  ExportedAllocation exported;
+  exported.handleKind = static_cast<uint32_t>(ipc::HandleKind::Fd);
+  exported.fd = fd;
+  return exported;
+}
+
+Result<ExportedAllocation> HipRuntime::exportLegacy(const DevicePointer& p) {
+  HipIpcMemHandle handle{};
+  const HipError error = ipcGetMemHandle_(&handle, reinterpret_cast<void*>(p.base));
+  if (error != kHipSuccess) return failure("hipIpcGetMemHandle", error, p);
   ExportedAllocation exported;
   exported.handleKind = static_cast<uint32_t>(ipc::HandleKind::LegacyIpc);
   std::memcpy(exported.handle, &handle, sizeof(handle));

@@ -18,6 +18,7 @@
 #include "client/src/connection.h"
 #include "client/src/device_runtime.h"
 #include "common/simdev/sim_allocation.h"
+#include "common/simdev/sim_pci.h"
 #include "common/simdev/sim_stream.h"
 #include "hetero_comm/hc_sim.h"
 
@@ -47,8 +48,19 @@ class SimRuntime final : public DeviceRuntime {
     --it;
     const SimBlock& b = *it->second;
     if (p >= it->first + b.memory.bytes()) return false;
-    *out = DevicePointer{static_cast<uint8_t>(ipc::DeviceMemory::Sim), b.vendor, b.device, b.id,
-                         it->first, b.memory.bytes()};
+    DevicePointer found;
+    found.memoryType = static_cast<uint8_t>(ipc::DeviceMemory::Sim);
+    found.vendor = b.vendor;
+    found.device = b.device;
+    found.allocationId = b.id;
+    found.base = it->first;
+    found.bytes = b.memory.bytes();
+    // Sim devices are on no bus: the synthetic address the daemon's registry computes too.
+    if (auto address = simdev::simPciAddress(b.vendor, b.device)) {
+      found.hasPciAddress = true;
+      found.pciAddress = *address;
+    }
+    *out = found;
     return true;
   }
 

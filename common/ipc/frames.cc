@@ -88,6 +88,16 @@ Result<FrameType> validateFrame(std::span<const uint8_t> bytes, size_t fdCount) 
       return textField(bytes, &PeerInfoReplyFrame::address, "PeerInfoReply address", type);
     case FrameType::CommRoot:
       return textField(bytes, &CommRootFrame::address, "CommRoot address", type);
+    case FrameType::MemRegister: {
+      // An unknown flag could change what the frame means (protocol.h): refuse, never guess.
+      const uint16_t flags = frameAs<MemRegisterFrame>(bytes).flags;
+      if ((flags & ~kKnownMemRegisterFlags) != 0) {
+        return invalidArgument("MemRegister flags " + std::to_string(flags) +
+                               " carry bits this side does not know (known: " +
+                               std::to_string(kKnownMemRegisterFlags) + ")");
+      }
+      return type;
+    }
     default: break;
   }
   return type;

@@ -173,18 +173,45 @@ enum class HandleKind : uint32_t {
 };
 constexpr size_t kDeviceHandleBytes = 64;
 
+// Which device a MemRegister names. `device` is the client runtime's ordinal, which agrees with
+// the daemon's only when both see the same GPUs in the same order: CUDA_VISIBLE_DEVICES,
+// HIP_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES set differently for the two processes renumber
+// them. The PCI address does not change with those variables, so a client that knows it sets
+// kMemRegisterPciAddress and the daemon picks the device of that vendor at `pciAddress`, whatever
+// the ordinal says.
+//
+// Compatibility: the two fields were `reserved` and `reserved2`, which clients before them send
+// as zeros. A clear flag means "no address": the daemon falls back to the ordinal, as it always
+// did; a daemon before them ignores both fields and uses the ordinal. So neither side needs a
+// newer protocol minor. A flag this side does not know fails validation (frames.cc): it could
+// change what the frame means.
+constexpr uint16_t kMemRegisterPciAddress = 1u << 0;
+constexpr uint16_t kKnownMemRegisterFlags = kMemRegisterPciAddress;
+
+// A PCI address in 32 bits: domain (16) << 16 | bus (8) << 8 | device (5) << 3 | function (3),
+// "0000:3b:00.0" being 0x00003b00. Wider fields are truncated to their width.
+constexpr uint32_t packPciAddress(uint32_t domain, uint32_t bus, uint32_t device,
+                                  uint32_t function) {
+  return (domain & 0xffffu) << 16 | (bus & 0xffu) << 8 | (device & 0x1fu) << 3 | (function & 0x7u);
+}
+constexpr uint32_t pciDomain(uint32_t address) { return address >> 16; }
+constexpr uint32_t pciBus(uint32_t address) { return (address >> 8) & 0xffu; }
+constexpr uint32_t pciDevice(uint32_t address) { return (address >> 3) & 0x1fu; }
+constexpr uint32_t pciFunction(uint32_t address) { return address & 0x7u; }
+
 struct MemRegisterFrame {
   FrameHeader header;
   uint8_t memoryType;  // DeviceMemory
   uint8_t vendor;      // DeviceVendor
-  uint16_t reserved;
-  int32_t device;         // the device's index within its vendor on this node
+  uint16_t flags;      // kMemRegister* bits
+  int32_t device;      // the client runtime's ordinal of the device within its vendor
   uint64_t allocationId;  // the client runtime's id of the allocation (logs, diagnostics)
   uint64_t bytes;         // size of the allocation
   uint32_t handleKind;    // HandleKind
-  uint32_t reserved2;
+  uint32_t pciAddress;    // packPciAddress() of the device when flags has kMemRegisterPciAddress
   uint8_t handle[kDeviceHandleBytes];
 };
+static_assert(sizeof(MemRegisterFrame) == 112 && std::is_standard_layout_v<MemRegisterFrame>);
 
 struct MemRegisterReplyFrame {
   FrameHeader header;

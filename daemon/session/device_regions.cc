@@ -35,6 +35,24 @@ const char* backendFor(device::MemoryType type) {
   return "?";
 }
 
+// The device a MemRegister names: by PCI address when the client gave one (ordinals differ
+// between processes that see different *_VISIBLE_DEVICES), else by the client's ordinal, as
+// clients before the address did.
+Result<device::Device*> namedDevice(const ipc::MemRegisterFrame& request, device::Vendor v,
+                                    const device::DeviceRegistry& registry) {
+  if ((request.flags & ipc::kMemRegisterPciAddress) == 0) return registry.find(v, request.device);
+  auto dev = registry.findByPciAddress(v, request.pciAddress);
+  if (!dev.isOk()) return invalidArgument(dev.status().message());
+  if ((*dev)->info().index != request.device) {
+    spdlog::debug(
+        "MemRegister: {} device at PCI address {} is {}:{} here, ordinal {} in the "
+        "client (its *_VISIBLE_DEVICES differ); the PCI address decides",
+        device::vendorName(v), device::formatPciAddress(request.pciAddress), device::vendorName(v),
+        (*dev)->info().index, request.device);
+  }
+  return dev;
+}
+
 }  // namespace
 
 DeviceRegion::DeviceRegion(device::Device* device, device::ImportedBuffer buffer, uint32_t id,
@@ -65,12 +83,12 @@ Result<uint32_t> DeviceRegions::add(const ipc::MemRegisterFrame& request, int fd
   if (!type.isOk()) return type.status();
   auto v = vendor(request.vendor);
   if (!v.isOk()) return v.status();
-  auto dev = registry.find(*v, request.device);
+  auto dev = namedDevice(request, *v, registry);
   if (!dev.isOk()) return dev.status();
   const device::DeviceInfo& info = (*dev)->info();
   if (info.backend != backendFor(*type)) {
     return invalidArgument(std::string("device ") + device::vendorName(*v) + ":" +
-                           std::to_string(request.device) + " is a " + info.backend +
+                           std::to_string(info.index) + " is a " + info.backend +
                            " device; the allocation is " + backendFor(*type) + " memory");
   }
   if (request.bytes == 0) return invalidArgument("device allocation of 0 bytes");

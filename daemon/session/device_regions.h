@@ -49,9 +49,12 @@ class DeviceRegions {
   static constexpr size_t kMaxRegions = 65536;
 
   // Maps the allocation the frame describes (fd: the descriptor that came with it, or -1) and
-  // returns its region id. InvalidArgument for an unknown memory type or vendor, a device this
-  // node does not have, a handle kind the device does not take, a missing fd; the device's own
-  // error when the import fails (a size that does not match the allocation, missing seals).
+  // returns its region id. The device is the one at the frame's PCI address when it carries one
+  // (kMemRegisterPciAddress; the ordinal is then only a hint), else the vendor's device of the
+  // frame's ordinal. InvalidArgument for an unknown memory type or vendor, a PCI address no
+  // device of that vendor has (the message names it and the devices there are), a handle kind
+  // the device does not take, a missing fd; NotFound for an ordinal this node does not have; the
+  // device's own error when the import fails (a size that does not match, missing seals).
   [[nodiscard]] Result<uint32_t> add(const ipc::MemRegisterFrame& request, int fd,
                                      const device::DeviceRegistry& registry);
   // NotFound for a region this client does not have.

@@ -52,10 +52,23 @@ void forEachEntryPoint(HipApi& api, Visit&& visit) {
   visit("hipModuleLaunchKernel", api.hipModuleLaunchKernel);
 }
 
-// Resolves every entry point of `api` from `library`; returns the names it could not find.
-std::vector<std::string> resolveEntryPoints(void* library, HipApi& api) {
+// The optional entry points: VMM imports (HipApi::hasVmm()). `Api` is HipApi, const or not.
+template <typename Api, typename Visit>
+void forEachVmmEntryPoint(Api& api, Visit&& visit) {
+  visit("hipMemImportFromShareableHandle", api.hipMemImportFromShareableHandle);
+  visit("hipMemAddressReserve", api.hipMemAddressReserve);
+  visit("hipMemAddressFree", api.hipMemAddressFree);
+  visit("hipMemMap", api.hipMemMap);
+  visit("hipMemUnmap", api.hipMemUnmap);
+  visit("hipMemSetAccess", api.hipMemSetAccess);
+  visit("hipMemRelease", api.hipMemRelease);
+}
+
+// Resolves the entry points `forEach` visits from `library`; returns the names it could not find.
+template <typename ForEach>
+std::vector<std::string> resolveEntryPoints(void* library, HipApi& api, ForEach&& forEach) {
   std::vector<std::string> missing;
-  forEachEntryPoint(api, [&](const char* name, auto& slot) {
+  forEach(api, [&](const char* name, auto& slot) {
     void* symbol = ::dlsym(library, name);
     if (symbol == nullptr) {
       missing.emplace_back(name);
@@ -64,6 +77,13 @@ std::vector<std::string> resolveEntryPoints(void* library, HipApi& api) {
     slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
   });
   return missing;
+}
+
+std::vector<std::string> resolveRequired(void* library, HipApi& api) {
+  return resolveEntryPoints(library, api, [](HipApi& a, auto&& v) { forEachEntryPoint(a, v); });
+}
+std::vector<std::string> resolveVmm(void* library, HipApi& api) {
+  return resolveEntryPoints(library, api, [](HipApi& a, auto&& v) { forEachVmmEntryPoint(a, v); });
 }
 
 // The N of a name ending in ".so.N", or 0.
@@ -85,6 +105,12 @@ std::string joinNames(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+bool HipApi::hasVmm() const {
+  bool all = true;
+  forEachVmmEntryPoint(*this, [&](const char*, auto& slot) { all = all && slot != nullptr; });
+  return all;
+}
 
 unsigned int HipApi::ipcOpenFlags() const { return abiMajor >= 6 ? 1u : 0u; }
 
@@ -145,11 +171,16 @@ Result<std::shared_ptr<const HipApi>> loadHipApi(std::span<const std::string> na
       continue;
     }
     auto api = std::make_shared<HipApi>();
-    std::vector<std::string> missing = resolveEntryPoints(library, *api);
+    std::vector<std::string> missing = resolveRequired(library, *api);
     if (!missing.empty()) {
       reasons += (reasons.empty() ? "" : "; ") + name + " lacks " + joinNames(missing);
       ::dlclose(library);
       continue;
+    }
+    std::vector<std::string> noVmm = resolveVmm(library, *api);
+    if (!noVmm.empty()) {
+      spdlog::info("HIP: {} lacks {}: VMM allocations (fd handles) cannot be imported", name,
+                   joinNames(noVmm));
     }
     api->libraryName = name;
     int version = 0;
@@ -169,6 +200,7 @@ std::vector<std::string> hipApiSymbolNames() {
   std::vector<std::string> names;
   HipApi api;
   forEachEntryPoint(api, [&](const char* name, auto&) { names.emplace_back(name); });
+  forEachVmmEntryPoint(api, [&](const char* name, auto&) { names.emplace_back(name); });
   return names;
 }
 
@@ -180,7 +212,8 @@ Result<std::vector<std::string>> missingHipSymbols(const std::string& path) {
     return unavailable("cannot open " + path + ": " + (error != nullptr ? error : "unknown"));
   }
   HipApi api;
-  std::vector<std::string> missing = resolveEntryPoints(library, api);
+  std::vector<std::string> missing = resolveRequired(library, api);
+  for (std::string& name : resolveVmm(library, api)) missing.push_back(std::move(name));
   ::dlclose(library);
   return missing;
 }

@@ -67,6 +67,17 @@ struct HipApi {
   decltype(&::hipModuleUnload) hipModuleUnload = nullptr;
   decltype(&::hipModuleGetFunction) hipModuleGetFunction = nullptr;
   decltype(&::hipModuleLaunchKernel) hipModuleLaunchKernel = nullptr;
+  // Client buffers that are VMM allocations (hipMemCreate), imported by POSIX fd. Optional: HIP
+  // has them since 5.1 (symbol version hip_5.1); a runtime without them still loads and imports
+  // legacy IPC handles, and hasVmm() is false. Not hipMemGetAllocationGranularity: its
+  // hipMemAllocationProp argument changed layout in 6.0.
+  decltype(&::hipMemImportFromShareableHandle) hipMemImportFromShareableHandle = nullptr;
+  decltype(&::hipMemAddressReserve) hipMemAddressReserve = nullptr;
+  decltype(&::hipMemAddressFree) hipMemAddressFree = nullptr;
+  decltype(&::hipMemMap) hipMemMap = nullptr;
+  decltype(&::hipMemUnmap) hipMemUnmap = nullptr;
+  decltype(&::hipMemSetAccess) hipMemSetAccess = nullptr;
+  decltype(&::hipMemRelease) hipMemRelease = nullptr;
 
   std::string libraryName;  // the name dlopen() accepted, e.g. "libamdhip64.so.5"
   // 5 or 6: the ABI generation, from hipRuntimeGetVersion() when it answers, else from the
@@ -74,6 +85,8 @@ struct HipApi {
   int abiMajor = 0;
   int runtimeVersion = 0;  // hipRuntimeGetVersion() at load, 0 when it did not say
 
+  // Every VMM entry point above resolved.
+  bool hasVmm() const;
   // Flags for hipIpcOpenMemHandle: hipIpcMemLazyEnablePeerAccess, 0 in 5.x and 1 in 6.x; the
   // runtime rejects any other value.
   unsigned int ipcOpenFlags() const;
@@ -94,7 +107,7 @@ struct HipApi {
 // its failure belong to probeHipDevices().
 [[nodiscard]] Result<std::shared_ptr<const HipApi>> loadHipApi(std::span<const std::string> names);
 
-// The symbol names HipApi resolves, in declaration order.
+// The symbol names HipApi resolves, in declaration order, the optional VMM ones included.
 std::vector<std::string> hipApiSymbolNames();
 // The names of hipApiSymbolNames() that the library at `path` lacks; Unavailable when it does
 // not open. Proves the table complete against a real runtime.

@@ -106,7 +106,10 @@ HipDevice::~HipDevice() {
   for (auto& [id, stream] : streams_) {
     warnIf(hip.hipStreamDestroy(stream.handle), "hipStreamDestroy");
   }
-  for (auto& [id, ptr] : imports_) warnIf(hip.hipIpcCloseMemHandle(ptr), "hipIpcCloseMemHandle");
+  for (auto& [id, import] : imports_) {
+    Status unmapped = unmapImport(import);
+    if (!unmapped.isOk()) spdlog::warn("HIP GPU {}: {}", ordinal_, unmapped.message());
+  }
   for (auto& [ptr, bytes] : pinned_) warnIf(hip.hipHostFree(ptr), "hipHostFree");
   if (module_ != nullptr) warnIf(hip.hipModuleUnload(module_), "hipModuleUnload");
 }

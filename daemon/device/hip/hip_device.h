@@ -5,8 +5,10 @@
 // - makes its device current on the calling thread around each HIP call (HIP's current device is
 //   per thread, and the daemon's threads serve several GPUs);
 // - imports clients' allocations by legacy IPC handle (hipIpcOpenMemHandle, peers enabled
-//   lazily); the opened allocation must be at least as large as the client claims
-//   (hipMemGetAddressRange);
+//   lazily; the opened allocation must be at least as large as the client claims,
+//   hipMemGetAddressRange) or, for VMM allocations, by POSIX fd (hipMemImportFromShareableHandle,
+//   mapped into an address range the daemon reserves; the mapping fails when the allocation is
+//   smaller than claimed);
 // - pinned staging memory (hipHostMalloc, portable), non-blocking streams, copies
 //   (hipMemcpyAsync: any pair of device, pinned or host addresses), events without timing;
 // - reductions with the kernels of daemon/device/kernels, embedded as a code-object bundle
@@ -80,9 +82,9 @@ class HipDevice final : public Device {
   // hc::Device
   const DeviceInfo& info() const override { return info_; }
   const Capabilities& capabilities() const override { return caps_; }
-  // BufferHandle of MemoryType::Hip: `bytes` is the 64-byte hipIpcMemHandle_t, no fd. `size` is
-  // what the client claims the allocation holds: InvalidArgument when the opened allocation is
-  // smaller (the mapping is closed again).
+  // BufferHandle of MemoryType::Hip: either `bytes` is the 64-byte hipIpcMemHandle_t and no fd,
+  // or `fd` is a VMM allocation's POSIX fd and `bytes` is empty. `size` is what the client claims
+  // the allocation holds: InvalidArgument when the allocation is smaller (the mapping is undone).
   Result<ImportedBuffer> importBuffer(const BufferHandle& handle) override;
   Status releaseBuffer(ImportedBuffer& buffer) override;
   Result<void*> allocPinned(size_t bytes) override;
@@ -112,6 +114,11 @@ class HipDevice final : public Device {
     ihipEvent_t* handle = nullptr;
     StreamId stream = 0;  // recorded on
   };
+  struct Import {
+    void* ptr = nullptr;
+    size_t mappedBytes = 0;  // VMM: the reserved and mapped range
+    bool vmm = false;        // false: a legacy IPC mapping
+  };
 
   HipDevice(std::shared_ptr<const HipApi> api, int ordinal);
   Status makeCurrent() const;
@@ -121,6 +128,11 @@ class HipDevice final : public Device {
   Result<ihipStream_t*> findStream(StreamId stream);
   void failStream(StreamId stream, const Status& status);
   Status launchReduce(ihipStream_t* stream, uint32_t dtype, const kernels::ReduceArgs& args);
+  // hip_import.cc. The unmaps run with the device current.
+  Result<ImportedBuffer> importLegacyIpc(const BufferHandle& handle);
+  Result<ImportedBuffer> importVmmFd(const BufferHandle& handle);
+  Result<ImportedBuffer> remember(const Import& import, uint64_t size);
+  Status unmapImport(const Import& import);
 
   const std::shared_ptr<const HipApi> api_;
   const int ordinal_;
@@ -136,7 +148,7 @@ class HipDevice final : public Device {
   std::unordered_map<StreamId, Stream> streams_;  // guarded by mutex_
   std::unordered_map<EventId, Event> events_;     // guarded by mutex_
   std::vector<ihipEvent_t*> idleEvents_;          // guarded by mutex_; for reuse
-  std::unordered_map<uint64_t, void*> imports_;   // guarded by mutex_; id -> opened pointer
+  std::unordered_map<uint64_t, Import> imports_;  // guarded by mutex_; by ImportedBuffer::id
   std::unordered_map<void*, size_t> pinned_;      // guarded by mutex_; pointer -> bytes
   StreamId nextStream_ = 1;                       // guarded by mutex_
   EventId nextEvent_ = 1;                         // guarded by mutex_

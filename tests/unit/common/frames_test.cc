@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -225,6 +226,62 @@ TEST(FrameTest, WelcomeNeedsBothDescriptors) {
   expectRejected(b, 1, "expected 2");
   expectRejected(b, 3, "expected 2");
   EXPECT_TRUE(validateFrame(b, 2).isOk());
+}
+
+// Old clients send zeros where flags and pciAddress are (reserved fields before): still valid.
+// A flag this side does not know is refused, as it could change what the frame means.
+TEST(FrameTest, MemRegisterTakesKnownFlagsOnly) {
+  auto frame = makeFrame<MemRegisterFrame>(FrameType::MemRegister, 5);
+  frame.handleKind = static_cast<uint32_t>(HandleKind::LegacyIpc);
+  EXPECT_TRUE(validateFrame(toBytes(frame), 0).isOk());
+  frame.flags = kMemRegisterPciAddress;
+  frame.pciAddress = 0x00003b00;
+  EXPECT_TRUE(validateFrame(toBytes(frame), 0).isOk());
+  frame.flags = 0x0003;
+  expectRejected(toBytes(frame), 0, "flags 3");
+  frame.flags = 0x8000;
+  expectRejected(toBytes(frame), 0, "does not know");
+  // The fd rule still applies with the flag set.
+  frame.flags = kMemRegisterPciAddress;
+  frame.handleKind = static_cast<uint32_t>(HandleKind::Fd);
+  expectRejected(toBytes(frame), 0, "expected 1");
+  EXPECT_TRUE(validateFrame(toBytes(frame), 1).isOk());
+}
+
+// The fields keep the places of the reserved ones they replaced: old and new peers agree on
+// every other field.
+TEST(FrameTest, MemRegisterLayoutIsUnchanged) {
+  EXPECT_EQ(sizeof(MemRegisterFrame), 112u);
+  EXPECT_EQ(offsetof(MemRegisterFrame, flags), 18u);
+  EXPECT_EQ(offsetof(MemRegisterFrame, device), 20u);
+  EXPECT_EQ(offsetof(MemRegisterFrame, handleKind), 40u);
+  EXPECT_EQ(offsetof(MemRegisterFrame, pciAddress), 44u);
+  EXPECT_EQ(offsetof(MemRegisterFrame, handle), 48u);
+}
+
+TEST(PciAddressTest, PacksAsDomainBusDeviceFunction) {
+  // 0000:3b:00.0 and the widest fields, written out by hand.
+  EXPECT_EQ(packPciAddress(0x0000, 0x3b, 0x00, 0), 0x00003b00u);
+  EXPECT_EQ(packPciAddress(0xffff, 0xff, 0x1f, 7), 0xffffffffu);
+  EXPECT_EQ(packPciAddress(0x0001, 0x02, 0x03, 4), 0x0001021cu);  // 3 << 3 | 4 = 0x1c
+  // Wider values are cut to their field, never spill into the next one.
+  EXPECT_EQ(packPciAddress(0x10000, 0x100, 0x20, 8), 0u);
+}
+
+TEST(PciAddressTest, UnpacksWhatWasPacked) {
+  for (uint32_t domain : {0x0000u, 0x0001u, 0x00ffu, 0xabcdu, 0xffffu}) {
+    for (uint32_t bus : {0x00u, 0x3bu, 0xc1u, 0xffu}) {
+      for (uint32_t device = 0; device < 32; device += 7) {
+        for (uint32_t function = 0; function < 8; ++function) {
+          const uint32_t a = packPciAddress(domain, bus, device, function);
+          ASSERT_EQ(pciDomain(a), domain);
+          ASSERT_EQ(pciBus(a), bus);
+          ASSERT_EQ(pciDevice(a), device);
+          ASSERT_EQ(pciFunction(a), function);
+        }
+      }
+    }
+  }
 }
 
 TEST(FrameTest, ErrorFrameCarriesStatusAndTruncatesText) {

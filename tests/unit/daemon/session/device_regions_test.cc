@@ -1,6 +1,7 @@
 // Device memory in a session, against a real Session (socketpair + Hello) and real simulated
-// devices: MemRegister checks (vendor, device, backend, fd, size), regions bound to the client,
-// buffer references bounded by their region, and the staging copies through DeviceCopier.
+// devices: MemRegister checks (vendor, device, backend, fd, size), the device named by PCI
+// address, regions bound to the client, buffer references bounded by their region, and the
+// staging copies through DeviceCopier.
 #include "daemon/session/device_regions.h"
 
 #include <sys/socket.h>
@@ -27,7 +28,7 @@ class DeviceRegionsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     device::SimNodeOptions sim;
-    sim.nvidia = 1;
+    sim.nvidia = 2;
     sim.amd = 1;
     ASSERT_TRUE(device::addSimDevices(registry_, sim, nullptr).isOk());
     int sv[2];
@@ -54,8 +55,23 @@ class DeviceRegionsTest : public ::testing::Test {
     return f;
   }
 
-  // Sends a MemRegister through the session; the region id, or 0 with *error set.
-  uint32_t registerFrame(const ipc::MemRegisterFrame& f, bool withFd, std::string* error) {
+  // The frame naming its device by PCI address as well.
+  ipc::MemRegisterFrame framePci(uint8_t vendor, int device, uint32_t pciAddress) {
+    auto f = frame(vendor, device);
+    f.flags = ipc::kMemRegisterPciAddress;
+    f.pciAddress = pciAddress;
+    return f;
+  }
+
+  // The index of the device a region was mapped on.
+  int regionDevice(uint32_t region) {
+    DeviceRegionPtr r = session_->deviceRegion(region);
+    return r == nullptr ? -1 : r->device()->info().index;
+  }
+
+  // Sends a MemRegister through the session; the region id, or 0 with *error (and *code) set.
+  uint32_t registerFrame(const ipc::MemRegisterFrame& f, bool withFd, std::string* error,
+                         Code* code = nullptr) {
     std::vector<UniqueFd> fds;
     if (withFd) fds.emplace_back(::dup(memory_.fd()));
     EXPECT_TRUE(session_->handleFrame(ipc::frameBytes(f), fds, 0, 0, 0).isOk());
@@ -63,7 +79,9 @@ class DeviceRegionsTest : public ::testing::Test {
     EXPECT_TRUE(reply.isOk());
     auto header = ipc::frameAs<ipc::FrameHeader>(reply->bytes);
     if (header.type == static_cast<uint16_t>(ipc::FrameType::Error)) {
-      *error = ipc::frameAs<ipc::ErrorFrame>(reply->bytes).message;
+      const auto e = ipc::frameAs<ipc::ErrorFrame>(reply->bytes);
+      *error = e.message;
+      if (code != nullptr) *code = static_cast<Code>(e.status);
       return 0;
     }
     return ipc::frameAs<ipc::MemRegisterReplyFrame>(reply->bytes).region;
@@ -117,6 +135,61 @@ TEST_F(DeviceRegionsTest, RegistersASealedMemfdAndRefusesBadFrames) {
   error.clear();
   EXPECT_EQ(registerFrame(legacy, false, &error), 0u);  // a sim device takes fds only
   EXPECT_FALSE(error.empty());
+}
+
+// Sim devices carry synthetic PCI addresses: domain ff00 + vendor (nvidia 1, amd 2), bus = index.
+constexpr uint32_t kSimNvidia0 = 0xff010000;  // ff01:00:00.0
+constexpr uint32_t kSimNvidia1 = 0xff010100;  // ff01:01:00.0
+
+TEST_F(DeviceRegionsTest, PciAddressNamesTheDevice) {
+  std::string error;
+  const uint32_t region = registerFrame(framePci(1, 1, kSimNvidia1), true, &error);
+  ASSERT_NE(region, 0u) << error;
+  EXPECT_EQ(regionDevice(region), 1);
+  const uint32_t first = registerFrame(framePci(1, 0, kSimNvidia0), true, &error);
+  ASSERT_NE(first, 0u) << error;
+  EXPECT_EQ(regionDevice(first), 0);
+}
+
+// The client's *_VISIBLE_DEVICES renumbered its GPUs: its ordinal 0 is the daemon's nvidia:1.
+TEST_F(DeviceRegionsTest, PciAddressWinsOverADisagreeingOrdinal) {
+  std::string error;
+  const uint32_t region = registerFrame(framePci(1, 0, kSimNvidia1), true, &error);
+  ASSERT_NE(region, 0u) << error;
+  EXPECT_EQ(regionDevice(region), 1);
+  // Even an ordinal this node does not have: the address decides.
+  const uint32_t far = registerFrame(framePci(1, 7, kSimNvidia0), true, &error);
+  ASSERT_NE(far, 0u) << error;
+  EXPECT_EQ(regionDevice(far), 0);
+}
+
+TEST_F(DeviceRegionsTest, UnknownPciAddressIsRefusedNamingItAndTheDevicesThere) {
+  std::string error;
+  Code code = Code::Ok;
+  EXPECT_EQ(registerFrame(framePci(1, 0, 0x00003b00), true, &error, &code), 0u);
+  EXPECT_EQ(code, Code::InvalidArgument);
+  EXPECT_NE(error.find("0000:3b:00.0"), std::string::npos) << error;
+  EXPECT_NE(error.find("nvidia:0 at ff01:00:00.0"), std::string::npos) << error;
+  EXPECT_NE(error.find("nvidia:1 at ff01:01:00.0"), std::string::npos) << error;
+  // The address of an nvidia device does not name an amd one: vendors are looked up apart.
+  error.clear();
+  EXPECT_EQ(registerFrame(framePci(2, 0, kSimNvidia0), true, &error, &code), 0u);
+  EXPECT_EQ(code, Code::InvalidArgument);
+  EXPECT_NE(error.find("amd:0 at ff02:00:00.0"), std::string::npos) << error;
+}
+
+// Clients before the flag send zeros there; any address without the flag is not read.
+TEST_F(DeviceRegionsTest, WithoutTheFlagTheOrdinalDecides) {
+  std::string error;
+  auto f = frame(1, 1);
+  f.pciAddress = kSimNvidia0;  // ignored: the flag is clear
+  const uint32_t region = registerFrame(f, true, &error);
+  ASSERT_NE(region, 0u) << error;
+  EXPECT_EQ(regionDevice(region), 1);
+  Code code = Code::Ok;
+  EXPECT_EQ(registerFrame(frame(1, 5), true, &error, &code), 0u);
+  EXPECT_EQ(code, Code::NotFound);
+  EXPECT_NE(error.find("no device nvidia:5"), std::string::npos) << error;
 }
 
 TEST_F(DeviceRegionsTest, ReferencesAreBoundedByTheirRegionAndNeedARegionOfThisClient) {

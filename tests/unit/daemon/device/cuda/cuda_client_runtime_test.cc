@@ -4,9 +4,13 @@
 // one in a PyTorch process. The fake checks the flags and attributes the seam passes; no GPU is
 // involved. cuda_client_runtime_absent_test.cc covers a process without a driver.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -29,6 +33,9 @@ class CudaClientRuntimeTest : public ::testing::Test {
     ASSERT_TRUE(fake_->ok()) << "cannot load the fake driver at " << HC_FAKE_CUDA_PATH;
     ASSERT_EQ(fake_->init(0), 0);
     ASSERT_EQ(fake_->retainPrimary(1), 1);
+    // GPU 1 sits at 0012:3b:1c.0, so that every field of the address is told apart (the seam
+    // asks once per device, so this comes before any lookup).
+    fake_->setPciAddress(1, 0x0012, 0x3b, 0x1c);
   }
   void SetUp() override {
     ASSERT_NE(fake_, nullptr);
@@ -115,6 +122,105 @@ TEST_F(CudaClientRuntimeTest, ExportFailsWithTheDriversWordsWithoutAContext) {
   EXPECT_EQ(exported.status().code(), Code::DeviceError);
   EXPECT_NE(exported.status().message().find("cuIpcGetMemHandle failed"), std::string::npos)
       << exported.status().message();
+}
+
+// A VMM allocation with its memory: made and mapped by the fake as cuMemCreate + cuMemMap would.
+class FakeVmmAllocation {
+ public:
+  FakeVmmAllocation(fake_cuda::Inspector& fake, size_t bytes, int device, uint64_t bufferId,
+                    int requestedHandleTypes)
+      : fake_(fake),
+        data_(static_cast<uint8_t*>(
+            fake.createVmmAllocation(bytes, device, bufferId, requestedHandleTypes))) {}
+  ~FakeVmmAllocation() {
+    if (data_ != nullptr) fake_.removeDeviceAllocation(data_);
+  }
+  uint8_t* data() { return data_; }
+
+ private:
+  fake_cuda::Inspector& fake_;
+  uint8_t* data_;
+};
+
+constexpr int kPosixFd = 1;  // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+
+TEST_F(CudaClientRuntimeTest, VmmAllocationExportsAsAnFdOfTheSameMemory) {
+  const size_t bytes = 3 * 4096;
+  FakeVmmAllocation allocation(*fake_, bytes, /*device=*/1, /*bufferId=*/90, kPosixFd);
+  ASSERT_NE(allocation.data(), nullptr);
+  for (size_t i = 0; i < bytes; ++i) allocation.data()[i] = static_cast<uint8_t>(i * 7 + 1);
+
+  DevicePointer p;
+  ASSERT_TRUE(runtime_->lookup(allocation.data() + 5000, &p));
+  EXPECT_EQ(p.base, reinterpret_cast<uintptr_t>(allocation.data())) << "the mapped range";
+  EXPECT_EQ(p.bytes, bytes);
+  EXPECT_EQ(p.device, 1);
+  EXPECT_EQ(p.allocationId, 90u);
+
+  const int before = fake_->liveObjects();
+  Result<ExportedAllocation> exported = runtime_->exportAllocation(p);
+  ASSERT_TRUE(exported.isOk()) << exported.status().toString();
+  EXPECT_EQ(exported->handleKind, static_cast<uint32_t>(ipc::HandleKind::Fd));
+  ASSERT_GE(exported->fd, 0);
+  EXPECT_EQ(fake_->liveObjects(), before) << "the retained allocation handle must be released";
+
+  // The fd is the allocation: the daemon maps these very bytes, and its writes show here.
+  struct stat st {};
+  ASSERT_EQ(::fstat(exported->fd, &st), 0);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), bytes);
+  void* view = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, exported->fd, 0);
+  ASSERT_NE(view, MAP_FAILED);
+  EXPECT_EQ(std::memcmp(view, allocation.data(), bytes), 0);
+  static_cast<uint8_t*>(view)[4097] = 0xee;
+  EXPECT_EQ(allocation.data()[4097], 0xee);
+  ::munmap(view, bytes);
+  ::close(exported->fd);
+}
+
+TEST_F(CudaClientRuntimeTest, VmmAllocationWithoutAnFdHandleTypeIsRefusedWithTheReason) {
+  FakeVmmAllocation allocation(*fake_, 4096, /*device=*/1, /*bufferId=*/91,
+                               /*requestedHandleTypes=*/0);
+  ASSERT_NE(allocation.data(), nullptr);
+  DevicePointer p;
+  ASSERT_TRUE(runtime_->lookup(allocation.data(), &p));
+  const int before = fake_->liveObjects();
+  Result<ExportedAllocation> exported = runtime_->exportAllocation(p);
+  ASSERT_FALSE(exported.isOk());
+  EXPECT_EQ(exported.status().code(), Code::InvalidArgument);
+  const std::string text = exported.status().message();
+  EXPECT_NE(text.find("CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"), std::string::npos) << text;
+  EXPECT_NE(text.find("created without"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocation 91"), std::string::npos) << text;
+  char base[32];
+  std::snprintf(base, sizeof(base), "%#llx",
+                static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(allocation.data())));
+  EXPECT_NE(text.find(base), std::string::npos) << text;
+  EXPECT_EQ(fake_->liveObjects(), before) << "the retained allocation handle must be released";
+}
+
+TEST_F(CudaClientRuntimeTest, OrdinaryAllocationNextToVmmMemoryStaysLegacy) {
+  FakeVmmAllocation vmm(*fake_, 4096, 1, 92, kPosixFd);
+  FakeDeviceAllocation ordinary(*fake_, 4096, 1, 93);
+  DevicePointer p;
+  ASSERT_TRUE(runtime_->lookup(ordinary.data(), &p));
+  Result<ExportedAllocation> exported = runtime_->exportAllocation(p);
+  ASSERT_TRUE(exported.isOk()) << exported.status().toString();
+  EXPECT_EQ(exported->handleKind, static_cast<uint32_t>(ipc::HandleKind::LegacyIpc));
+  EXPECT_EQ(exported->fd, -1);
+}
+
+TEST_F(CudaClientRuntimeTest, PciAddressComesFromTheDeviceAttributes) {
+  FakeDeviceAllocation one(*fake_, 4096, /*device=*/1, 94);
+  FakeDeviceAllocation zero(*fake_, 4096, /*device=*/0, 95);
+  DevicePointer p;
+  ASSERT_TRUE(runtime_->lookup(one.data(), &p));
+  ASSERT_TRUE(p.hasPciAddress);
+  // 0012:3b:1c.0 = 0x0012 << 16 | 0x3b << 8 | 0x1c << 3 | 0
+  EXPECT_EQ(p.pciAddress, 0x00123be0u);
+  DevicePointer q;
+  ASSERT_TRUE(runtime_->lookup(zero.data(), &q));
+  ASSERT_TRUE(q.hasPciAddress);
+  EXPECT_EQ(q.pciAddress, 0x00003a00u);  // the fake's default for GPU 0: 0000:3a:00.0
 }
 
 TEST_F(CudaClientRuntimeTest, EveryNonNullStreamIsCudas) {

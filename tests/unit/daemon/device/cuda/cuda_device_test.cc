@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "tests/unit/daemon/device/cuda/cuda_test_util.h"
+#include "tests/unit/daemon/device/memfd_allocation.h"
 
 namespace hc::device {
 namespace {
 
 using testing::FakeDriverConfig;
 using ::testing::HasSubstr;
+using testing::MemfdAllocation;
 using testing::openFakeDevice;
 
 class CudaDeviceTest : public ::testing::Test {
@@ -89,28 +91,6 @@ TEST_F(CudaDeviceTest, ImportRefusesMalformedHandles) {
   EXPECT_EQ(device_->importBuffer(legacyHandle(this, 64, 0)).status().code(),
             Code::InvalidArgument);
 }
-
-class MemfdAllocation {
- public:
-  explicit MemfdAllocation(size_t bytes) : bytes_(bytes) {
-    fd_ = ::memfd_create("hc-cuda-test", MFD_CLOEXEC);
-    if (fd_ >= 0 && ::ftruncate(fd_, static_cast<off_t>(bytes)) == 0) {
-      void* at = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-      view_ = at == MAP_FAILED ? nullptr : static_cast<uint8_t*>(at);
-    }
-  }
-  ~MemfdAllocation() {
-    if (view_ != nullptr) ::munmap(view_, bytes_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int fd() const { return fd_; }
-  uint8_t* view() const { return view_; }
-
- private:
-  size_t bytes_;
-  int fd_ = -1;
-  uint8_t* view_ = nullptr;
-};
 
 TEST_F(CudaDeviceTest, VmmFdImportMapsTheAllocationReadWrite) {
   const size_t bytes = 2 * static_cast<size_t>(::sysconf(_SC_PAGESIZE));

@@ -31,6 +31,9 @@ struct Inspector {
   using AddDeviceAllocationFn = void (*)(const void* base, uint64_t bytes, int device,
                                          uint64_t bufferId, int managed);
   using RemoveDeviceAllocationFn = void (*)(const void* base);
+  using CreateVmmAllocationFn = void* (*)(uint64_t bytes, int device, uint64_t bufferId,
+                                          int requestedHandleTypes);
+  using SetPciAddressFn = void (*)(int device, int domain, int bus, int slot);
   using RetainPrimaryFn = int (*)(int device);
   using LastWaitFn = int (*)(uint64_t* address, uint32_t* value);
   using InitFn = int (*)(unsigned flags);
@@ -47,6 +50,9 @@ struct Inspector {
         reinterpret_cast<AddDeviceAllocationFn>(dlsym(handle, "hcFakeCudaAddDeviceAllocation"));
     removeDeviceAllocation = reinterpret_cast<RemoveDeviceAllocationFn>(
         dlsym(handle, "hcFakeCudaRemoveDeviceAllocation"));
+    createVmmAllocation =
+        reinterpret_cast<CreateVmmAllocationFn>(dlsym(handle, "hcFakeCudaCreateVmmAllocation"));
+    setPciAddress = reinterpret_cast<SetPciAddressFn>(dlsym(handle, "hcFakeCudaSetPciAddress"));
     retainPrimary = reinterpret_cast<RetainPrimaryFn>(dlsym(handle, "hcFakeCudaRetainPrimary"));
     lastWait = reinterpret_cast<LastWaitFn>(dlsym(handle, "hcFakeCudaLastWait"));
     init = reinterpret_cast<InitFn>(dlsym(handle, "cuInit"));
@@ -54,7 +60,8 @@ struct Inspector {
   // Kept loaded: the backend never unloads a driver that initialized, and neither do we.
   bool ok() const {
     return liveObjects && openIpcHandles && launches && contextDepth && makeIpcHandle &&
-           addDeviceAllocation && removeDeviceAllocation && retainPrimary && lastWait && init;
+           addDeviceAllocation && removeDeviceAllocation && createVmmAllocation && setPciAddress &&
+           retainPrimary && lastWait && init;
   }
 
   void* handle = nullptr;
@@ -68,6 +75,10 @@ struct Inspector {
   // were).
   AddDeviceAllocationFn addDeviceAllocation = nullptr;
   RemoveDeviceAllocationFn removeDeviceAllocation = nullptr;
+  // A VMM allocation (a memfd mapped shared; null on failure), forgotten with
+  // removeDeviceAllocation; and where the PCI attributes place a device.
+  CreateVmmAllocationFn createVmmAllocation = nullptr;
+  SetPciAddressFn setPciAddress = nullptr;
   RetainPrimaryFn retainPrimary = nullptr;
   LastWaitFn lastWait = nullptr;
   InitFn init = nullptr;  // cuInit, as the framework calls it before the client

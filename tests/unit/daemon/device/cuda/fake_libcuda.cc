@@ -156,8 +156,16 @@ CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice) {
 }
 
 CUresult cuDeviceGetPCIBusId(char* busId, int length, CUdevice device) {
+  std::vector<int> address = {0, 0x3A + device, 0};
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (auto it = state().pciOverride.find(device); it != state().pciOverride.end()) {
+      address = it->second;
+    }
+  }
   // Upper case, as the driver spells it.
-  std::snprintf(busId, static_cast<size_t>(length), "0000:%02X:00.0", 0x3A + device);
+  std::snprintf(busId, static_cast<size_t>(length), "%04X:%02X:%02X.0", address[0], address[1],
+                address[2]);
   return CUDA_SUCCESS;
 }
 
@@ -172,6 +180,20 @@ CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
       *value = 2;
       return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: {
+      // What cuDeviceGetPCIBusId prints, unless a test moved the device (hcFakeCudaSetPciAddress).
+      std::vector<int> address = {0, 0x3A + device, 0};
+      std::lock_guard<std::mutex> lock(state().mutex);
+      if (auto it = state().pciOverride.find(device); it != state().pciOverride.end()) {
+        address = it->second;
+      }
+      *value = attribute == CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID ? address[0]
+               : attribute == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID  ? address[1]
+                                                              : address[2];
+      return CUDA_SUCCESS;
+    }
     default:
       return CUDA_ERROR_INVALID_VALUE;
   }
@@ -267,7 +289,8 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, vo
   struct stat st {};
   if (fstat(fd, &st) != 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(state().mutex);
-  VmmAllocation allocation{dup(fd), static_cast<size_t>(st.st_size)};
+  VmmAllocation allocation{dup(fd), static_cast<size_t>(st.st_size),
+                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR};
   *handle = state().nextVmm++;
   state().vmm[*handle] = allocation;
   return CUDA_SUCCESS;

@@ -1,12 +1,17 @@
 // The fake driver's client half: the entry points the client's CUDA seam (client/src/
-// runtime_cuda.cc) calls, over "device allocations" the tests declare (hcFakeCudaAdd...) and
-// host memory registered with it. Device pointers of registered host memory are the host
-// addresses themselves. As the driver does, cuMemHostRegister and cuIpcGetMemHandle need a
-// current context, and cuPointerGetAttribute does not.
+// runtime_cuda.cc) calls, over "device allocations" the tests declare (hcFakeCudaAdd...), VMM
+// allocations they create (hcFakeCudaCreateVmmAllocation: a memfd mapped shared, as if by
+// cuMemCreate + cuMemMap; exporting it hands out a duplicate of the memfd) and host memory
+// registered with it. Device pointers of registered host memory are the host addresses
+// themselves. As the driver does, cuMemHostRegister and cuIpcGetMemHandle need a current
+// context, and cuPointerGetAttribute does not; cuIpcGetMemHandle refuses VMM memory, and
+// cuMemRetainAllocationHandle takes nothing else.
 #include <cuda.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "tests/unit/daemon/device/cuda/fake_libcuda_state.h"
@@ -53,6 +58,22 @@ void hcFakeCudaAddDeviceAllocation(const void* base, uint64_t bytes, int device,
 void hcFakeCudaRemoveDeviceAllocation(const void* base) {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().allocations.erase(reinterpret_cast<uintptr_t>(base));
+}
+// A VMM allocation of `bytes` on `device`, mapped; null on failure. requestedHandleTypes is what
+// its CUmemAllocationProp asked for (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1, to be sharable).
+void* hcFakeCudaCreateVmmAllocation(uint64_t bytes, int device, uint64_t bufferId,
+                                    int requestedHandleTypes) {
+  auto memory = std::make_shared<hc::device::testing::MemfdAllocation>(bytes, "hc-fake-cuda-vmm");
+  if (memory->view() == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().allocations[reinterpret_cast<uintptr_t>(memory->view())] =
+      DeviceAllocation{bytes, device, bufferId, false, memory, requestedHandleTypes};
+  return memory->view();
+}
+// Where the attributes put `device` on the PCI bus from now on.
+void hcFakeCudaSetPciAddress(int device, int domain, int bus, int slot) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().pciOverride[device] = {domain, bus, slot};
 }
 // What the framework does before it calls the client: its runtime creates the primary context.
 int hcFakeCudaRetainPrimary(int device) {
@@ -116,13 +137,54 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr ptr) {
   if (!hasContext()) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard<std::mutex> lock(state().mutex);
   auto it = state().allocations.find(ptr);
-  if (it == state().allocations.end() || it->second.managed) return CUDA_ERROR_INVALID_VALUE;
+  if (it == state().allocations.end() || it->second.managed || it->second.vmm != nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   std::memset(handle->reserved, 0, sizeof(handle->reserved));
   const uint64_t magic = hc::device::fake_cuda::kIpcMagic;
   const uint64_t bytes = it->second.bytes;
   std::memcpy(handle->reserved, &magic, 8);
   std::memcpy(handle->reserved + 8, &ptr, 8);
   std::memcpy(handle->reserved + 16, &bytes, 8);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  CUdeviceptr base = 0;
+  const DeviceAllocation* allocation = findAllocation(reinterpret_cast<uintptr_t>(addr), &base);
+  if (allocation == nullptr || allocation->vmm == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // A handle of its own, released with cuMemRelease (fake_libcuda.cc).
+  *handle = state().nextVmm++;
+  state().vmm[*handle] = VmmAllocation{dup(allocation->vmm->fd()), allocation->bytes,
+                                       allocation->requestedHandleTypes};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
+                                                CUmemGenericAllocationHandle handle) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().vmm.find(handle);
+  if (it == state().vmm.end()) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(prop, 0, sizeof(*prop));
+  prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop->requestedHandleTypes =
+      static_cast<CUmemAllocationHandleType>(it->second.requestedHandleTypes);
+  prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType type, unsigned long long flags) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().vmm.find(handle);
+  if (it == state().vmm.end() || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || flags != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if ((it->second.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0) {
+    return CUDA_ERROR_NOT_PERMITTED;
+  }
+  *static_cast<int*>(shareableHandle) = dup(it->second.fd);
   return CUDA_SUCCESS;
 }
 

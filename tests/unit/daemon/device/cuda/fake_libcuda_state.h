@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -17,6 +18,7 @@
 
 #include "daemon/device/kernels/reduce_args.h"
 #include "tests/unit/daemon/device/cuda/fake_cuda.h"
+#include "tests/unit/daemon/device/memfd_allocation.h"
 
 struct CUctx_st {
   int ordinal = 0;
@@ -45,17 +47,23 @@ struct Gpu {
   CUctx_st context;
 };
 
+// A CUmemGenericAllocationHandle: imported (the daemon's side) or retained (the client's).
 struct VmmAllocation {
   int fd = -1;  // our own duplicate
   size_t bytes = 0;
+  int requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 };
 
-// A "device allocation" of the client-side tests (hcFakeCudaAddDeviceAllocation).
+// A "device allocation" of the client-side tests (hcFakeCudaAddDeviceAllocation), or a VMM
+// allocation mapped by its owner (hcFakeCudaCreateVmmAllocation): a memfd mapped shared, whose
+// mapping is the "device pointer".
 struct DeviceAllocation {
   size_t bytes = 0;
   int device = 0;
   unsigned long long bufferId = 0;
   bool managed = false;
+  std::shared_ptr<hc::device::testing::MemfdAllocation> vmm;  // null: cudaMalloc-style memory
+  int requestedHandleTypes = 0;
 };
 
 struct State {
@@ -74,6 +82,7 @@ struct State {
   // The client side: allocations the test made up, and host memory registered with the driver.
   std::map<CUdeviceptr, DeviceAllocation> allocations;  // by base address
   std::map<uintptr_t, size_t> registered;               // host address -> bytes
+  std::map<int, std::vector<int>> pciOverride;          // device -> {domain, bus, slot}
   CUfunc_st functions[k::kNumKernelDtypes];
   int launches = 0;
 };

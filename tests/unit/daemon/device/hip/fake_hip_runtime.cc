@@ -1,5 +1,9 @@
 #include "tests/unit/daemon/device/hip/fake_hip_runtime.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -74,6 +78,69 @@ hipError_t addressRange(hipDeviceptr_t* base, size_t* bytes, hipDeviceptr_t) {
   *bytes = g_state->rangeBytes;
   return hipSuccess;
 }
+// An imported VMM allocation: the address of one of these is its handle.
+struct VmmAllocation {
+  int fd;  // our own duplicate
+  size_t bytes;
+};
+
+hipError_t memImport(hipMemGenericAllocationHandle_t* handle, void* osHandle,
+                     hipMemAllocationHandleType type) {
+  const int fd = static_cast<int>(reinterpret_cast<uintptr_t>(osHandle));
+  struct stat st {};
+  if (type != hipMemHandleTypePosixFileDescriptor || ::fstat(fd, &st) != 0) {
+    return hipErrorInvalidValue;
+  }
+  *handle = reinterpret_cast<hipMemGenericAllocationHandle_t>(
+      new VmmAllocation{::dup(fd), static_cast<size_t>(st.st_size)});
+  ++g_state->vmmHandles;
+  return hipSuccess;
+}
+hipError_t memRelease(hipMemGenericAllocationHandle_t handle) {
+  auto* allocation = reinterpret_cast<VmmAllocation*>(handle);
+  ::close(allocation->fd);  // a mapping of it stays valid, as the runtime's does
+  delete allocation;
+  --g_state->vmmHandles;
+  return hipSuccess;
+}
+hipError_t addressReserve(void** ptr, size_t size, size_t, void*, unsigned long long) {
+  void* at = ::mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (at == MAP_FAILED) return hipErrorOutOfMemory;
+  *ptr = at;
+  ++g_state->reservations;
+  return hipSuccess;
+}
+hipError_t addressFree(void* ptr, size_t size) {
+  ::munmap(ptr, size);
+  --g_state->reservations;
+  return hipSuccess;
+}
+// Mapped without access: hipMemSetAccess grants it, as on a GPU.
+hipError_t memMap(void* ptr, size_t size, size_t offset, hipMemGenericAllocationHandle_t handle,
+                  unsigned long long flags) {
+  const auto* allocation = reinterpret_cast<VmmAllocation*>(handle);
+  if (flags != 0 || offset + size > allocation->bytes) return hipErrorInvalidValue;
+  void* at = ::mmap(ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, allocation->fd,
+                    static_cast<off_t>(offset));
+  if (at == MAP_FAILED) return hipErrorOutOfMemory;
+  ++g_state->mappings;
+  return hipSuccess;
+}
+hipError_t memUnmap(void* ptr, size_t size) {
+  void* at = ::mmap(ptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (at == MAP_FAILED) return hipErrorInvalidValue;
+  --g_state->mappings;
+  return hipSuccess;
+}
+hipError_t memSetAccess(void* ptr, size_t size, const hipMemAccessDesc* desc, size_t count) {
+  if (count != 1 || desc->location.type != hipMemLocationTypeDevice ||
+      desc->flags != hipMemAccessFlagsProtReadWrite) {
+    return hipErrorInvalidValue;
+  }
+  g_state->accessDevices.push_back(desc->location.id);
+  return ::mprotect(ptr, size, PROT_READ | PROT_WRITE) == 0 ? hipSuccess : hipErrorInvalidValue;
+}
+
 hipError_t hostMalloc(void** ptr, size_t bytes, unsigned) {
   *ptr = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
   return *ptr != nullptr ? hipSuccess : hipErrorOutOfMemory;
@@ -178,10 +245,27 @@ FakeHipRuntime::FakeHipRuntime(int abiMajor)
   api.hipModuleUnload = moduleUnload;
   api.hipModuleGetFunction = moduleGetFunction;
   api.hipModuleLaunchKernel = moduleLaunchKernel;
+  api.hipMemImportFromShareableHandle = memImport;
+  api.hipMemAddressReserve = addressReserve;
+  api.hipMemAddressFree = addressFree;
+  api.hipMemMap = memMap;
+  api.hipMemUnmap = memUnmap;
+  api.hipMemSetAccess = memSetAccess;
+  api.hipMemRelease = memRelease;
   api.libraryName = "fake";
   api.abiMajor = abiMajor;
 }
 
 FakeHipRuntime::~FakeHipRuntime() { g_state = nullptr; }
+
+void FakeHipRuntime::removeVmm() {
+  api_->hipMemImportFromShareableHandle = nullptr;
+  api_->hipMemAddressReserve = nullptr;
+  api_->hipMemAddressFree = nullptr;
+  api_->hipMemMap = nullptr;
+  api_->hipMemUnmap = nullptr;
+  api_->hipMemSetAccess = nullptr;
+  api_->hipMemRelease = nullptr;
+}
 
 }  // namespace hc::device::testing

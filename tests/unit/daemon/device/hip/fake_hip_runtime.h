@@ -5,7 +5,9 @@
 //
 // Kernel launches run at once on the calling thread: the fake decodes the ReduceArgs the device
 // passed and applies the shared kernels' element math (reduce_math.h, compiled for the host).
-// "Device" pointers are host pointers; copies are memcpy.
+// "Device" pointers are host pointers; copies are memcpy. A VMM fd is any file (a memfd in the
+// tests): importing it duplicates the fd, hipMemMap maps it shared into the range
+// hipMemAddressReserve reserved, and hipMemSetAccess makes it readable and writable.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +38,10 @@ struct FakeHipState {
   size_t rangeBytes = 0;
 
   // Observations.
+  int vmmHandles = 0;              // imported and not yet released
+  int reservations = 0;            // address ranges reserved and not yet freed
+  int mappings = 0;                // hipMemMap not yet undone by hipMemUnmap
+  std::vector<int> accessDevices;  // hipMemSetAccess: the device each call granted
   std::vector<unsigned> ipcOpenFlags;
   std::vector<void*> ipcClosed;
   std::vector<std::string> functionsLookedUp;
@@ -58,6 +64,8 @@ class FakeHipRuntime {
 
   FakeHipState& state() { return *state_; }
   std::shared_ptr<const HipApi> api() const { return api_; }
+  // A runtime before HIP 5.1: no VMM calls.
+  void removeVmm();
 
  private:
   std::unique_ptr<FakeHipState> state_;

@@ -6,6 +6,8 @@
 #include "daemon/device/hip/hip_device.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -14,6 +16,7 @@
 
 #include "daemon/device/hip/hip_kernel_image.h"
 #include "tests/unit/daemon/device/hip/fake_hip_runtime.h"
+#include "tests/unit/daemon/device/memfd_allocation.h"
 
 namespace hc::device {
 namespace {
@@ -125,6 +128,83 @@ TEST_F(HipDeviceTest, ImportRefusesOtherHandleForms) {
   EXPECT_EQ(device->importBuffer(withFd).status().code(), Code::InvalidArgument);
   EXPECT_EQ(device->importBuffer(hipHandle(0)).status().code(), Code::InvalidArgument);
   EXPECT_TRUE(runtime_.state().ipcOpenFlags.empty()) << "nothing may reach the runtime";
+}
+
+using testing::MemfdAllocation;  // a VMM allocation as its exporter holds it
+
+BufferHandle vmmHandle(int fd, uint64_t size) {
+  BufferHandle handle;
+  handle.type = MemoryType::Hip;
+  handle.fd = fd;
+  handle.size = size;
+  return handle;
+}
+
+TEST_F(HipDeviceTest, VmmFdImportMapsTheSameMemoryReadWriteOnThisGpu) {
+  const size_t bytes = 3 * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  MemfdAllocation allocation(bytes);
+  ASSERT_NE(allocation.view(), nullptr);
+  for (size_t i = 0; i < bytes; ++i) allocation.view()[i] = static_cast<uint8_t>(i * 3 + 1);
+  auto device = open(kSomeImage);
+  ASSERT_NE(device, nullptr);
+
+  Result<ImportedBuffer> imported = device->importBuffer(vmmHandle(allocation.fd(), bytes));
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  EXPECT_EQ(imported->size, bytes);
+  auto* mapped = static_cast<uint8_t*>(imported->ptr);
+  EXPECT_EQ(std::memcmp(mapped, allocation.view(), bytes), 0);
+  mapped[bytes - 1] = 0x5c;  // writable, and shared with the exporter
+  EXPECT_EQ(allocation.view()[bytes - 1], 0x5c);
+  EXPECT_EQ(runtime_.state().accessDevices, std::vector<int>{3}) << "access for GPU 3 only";
+  EXPECT_EQ(runtime_.state().vmmHandles, 0) << "the mapping holds the allocation, not a handle";
+  EXPECT_TRUE(runtime_.state().ipcOpenFlags.empty()) << "not a legacy IPC import";
+
+  ImportedBuffer buffer = *imported;
+  ASSERT_TRUE(device->releaseBuffer(buffer).isOk());
+  EXPECT_EQ(runtime_.state().mappings, 0);
+  EXPECT_EQ(runtime_.state().reservations, 0);
+  EXPECT_TRUE(runtime_.state().ipcClosed.empty()) << "a VMM import is unmapped, not IPC-closed";
+}
+
+TEST_F(HipDeviceTest, VmmFdImportRefusesAClaimLargerThanTheAllocationAndUndoesItself) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  MemfdAllocation allocation(page);
+  auto device = open(kSomeImage);
+  ASSERT_NE(device, nullptr);
+  Result<ImportedBuffer> imported = device->importBuffer(vmmHandle(allocation.fd(), page + 1));
+  ASSERT_FALSE(imported.isOk());
+  EXPECT_EQ(imported.status().code(), Code::InvalidArgument);
+  EXPECT_NE(imported.status().message().find(std::to_string(page + 1) + " bytes"),
+            std::string::npos)
+      << imported.status().message();
+  EXPECT_EQ(runtime_.state().vmmHandles, 0);
+  EXPECT_EQ(runtime_.state().reservations, 0);
+  EXPECT_EQ(runtime_.state().mappings, 0);
+}
+
+TEST_F(HipDeviceTest, VmmImportsLeftBehindAreUnmappedWithTheDevice) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  MemfdAllocation allocation(page);
+  {
+    auto device = open(kSomeImage);
+    ASSERT_NE(device, nullptr);
+    ASSERT_TRUE(device->importBuffer(vmmHandle(allocation.fd(), page)).isOk());
+    EXPECT_EQ(runtime_.state().mappings, 1);
+  }
+  EXPECT_EQ(runtime_.state().mappings, 0);
+  EXPECT_EQ(runtime_.state().reservations, 0);
+}
+
+TEST_F(HipDeviceTest, FdHandlesNeedARuntimeWithVmmCalls) {
+  runtime_.removeVmm();
+  MemfdAllocation allocation(4096);
+  auto device = open(kSomeImage);
+  ASSERT_NE(device, nullptr);
+  Result<ImportedBuffer> imported = device->importBuffer(vmmHandle(allocation.fd(), 4096));
+  ASSERT_FALSE(imported.isOk());
+  EXPECT_EQ(imported.status().code(), Code::InvalidArgument);
+  EXPECT_NE(imported.status().message().find("hipMemImportFromShareableHandle"), std::string::npos)
+      << imported.status().message();
 }
 
 // hipIpcMemLazyEnablePeerAccess is 0 in HIP 5.x and 1 in 6.x: the device passes the one its
