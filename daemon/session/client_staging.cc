@@ -46,8 +46,8 @@ Status StagedMatch::transfer(const PendingOp& op, const DeviceRegionPtr& region,
                              uint64_t address, uint8_t* local, uint64_t bytes) {
   if (region != nullptr) {
     uint8_t* remote = region->data() + address;
-    return toClient ? copier_->copy(region->device(), remote, local, bytes)
-                    : copier_->copy(region->device(), local, remote, bytes);
+    return toClient ? copier_->copy(region->device(), remote, local, bytes, true)
+                    : copier_->copy(region->device(), local, remote, bytes, false);
   }
   return toClient ? op.processMemory->write(address, local, bytes)
                   : op.processMemory->read(address, local, bytes);

@@ -12,54 +12,87 @@ std::string deviceName(const device::Device& d) {
          std::to_string(d.info().index);
 }
 
+Status copyFailed(const device::Device& d, const Status& why) {
+  return Status{Code::DeviceError, "copy on " + deviceName(d) + " failed: " + why.message()};
+}
+
 }  // namespace
 
 DeviceCopier::~DeviceCopier() {
-  for (auto& [device, stream] : streams_) {
-    [[maybe_unused]] Status s = device->destroyStream(stream);
+  for (auto& [lane, stream] : streams_) {
+    [[maybe_unused]] Status s = lane.first->destroyStream(stream);
   }
 }
 
-void DeviceCopier::forget(device::Device* device) {
-  auto it = streams_.find(device);
+void DeviceCopier::drop(const Lane& lane) {
+  auto it = streams_.find(lane);
   if (it == streams_.end()) return;
-  [[maybe_unused]] Status s = device->destroyStream(it->second);
+  [[maybe_unused]] Status s = lane.first->destroyStream(it->second);
   streams_.erase(it);
 }
 
-Result<device::StreamId> DeviceCopier::streamFor(device::Device* device) {
-  if (auto it = streams_.find(device); it != streams_.end()) return it->second;
-  auto stream = device->createStream();
+void DeviceCopier::forget(device::Device* device) {
+  drop({device, true});
+  drop({device, false});
+  pending_.erase({device, true});
+  pending_.erase({device, false});
+}
+
+Result<device::StreamId> DeviceCopier::streamFor(const Lane& lane) {
+  if (auto it = streams_.find(lane); it != streams_.end()) return it->second;
+  auto stream = lane.first->createStream();
   if (!stream.isOk()) return stream.status();
-  streams_[device] = *stream;
+  streams_[lane] = *stream;
   return *stream;
 }
 
-Status DeviceCopier::copy(device::Device* device, void* dst, const void* src, uint64_t bytes) {
+Status DeviceCopier::enqueue(device::Device* device, void* dst, const void* src, uint64_t bytes,
+                             bool toDevice) {
   if (bytes == 0) return okStatus();
-  auto stream = streamFor(device);
-  if (!stream.isOk()) return stream.status();
+  const Lane lane{device, toDevice};
+  auto stream = streamFor(lane);
+  if (!stream.isOk()) return copyFailed(*device, stream.status());
+  pending_.insert(lane);
   auto* to = static_cast<uint8_t*>(dst);
   const auto* from = static_cast<const uint8_t*>(src);
-  Status status = okStatus();
   // Every chunk is enqueued before the first wait: the device's copy engine runs them back to
-  // back while this thread sleeps in synchronize().
-  for (uint64_t done = 0; done < bytes && status.isOk(); done += chunkBytes_) {
+  // back while this thread sleeps in drain().
+  for (uint64_t done = 0; done < bytes; done += chunkBytes_) {
     const uint64_t n = std::min(chunkBytes_, bytes - done);
-    status = device->copyAsync(*stream, to + done, from + done, n);
+    Status s = device->copyAsync(*stream, to + done, from + done, n);
+    if (!s.isOk()) {
+      if (enqueueFailure_.isOk()) enqueueFailure_ = copyFailed(*device, s);
+      return enqueueFailure_;
+    }
   }
-  Status synced = device->synchronize(*stream);
-  if (status.isOk()) status = synced;
-  if (status.isOk()) return status;
-  spdlog::warn("{}: staging copy of {} bytes failed: {}", deviceName(*device), bytes,
-               status.message());
-  forget(device);
-  return Status{Code::DeviceError,
-                "copy on " + deviceName(*device) + " failed: " + status.message()};
+  return okStatus();
+}
+
+Status DeviceCopier::drain() {
+  Status first = enqueueFailure_;
+  enqueueFailure_ = okStatus();
+  for (const Lane& lane : pending_) {
+    auto it = streams_.find(lane);
+    if (it == streams_.end()) continue;
+    Status synced = lane.first->synchronize(it->second);
+    if (synced.isOk()) continue;
+    spdlog::warn("{}: staging copy failed: {}", deviceName(*lane.first), synced.message());
+    drop(lane);
+    if (first.isOk()) first = copyFailed(*lane.first, synced);
+  }
+  pending_.clear();
+  return first;
+}
+
+Status DeviceCopier::copy(device::Device* device, void* dst, const void* src, uint64_t bytes,
+                          bool toDevice) {
+  Status queued = enqueue(device, dst, src, bytes, toDevice);
+  Status landed = drain();
+  return queued.isOk() ? landed : queued;
 }
 
 Status DeviceCopier::reduce(device::Device* device, const device::ReduceWork& work) {
-  auto stream = streamFor(device);
+  auto stream = streamFor({device, false});
   if (!stream.isOk()) return stream.status();
   Status status = device->reduceAsync(*stream, work);
   Status synced = device->synchronize(*stream);
@@ -67,7 +100,7 @@ Status DeviceCopier::reduce(device::Device* device, const device::ReduceWork& wo
   if (status.isOk()) return status;
   spdlog::warn("{}: reduction of {} elements failed: {}", deviceName(*device), work.count,
                status.message());
-  forget(device);
+  drop({device, false});
   return Status{Code::DeviceError,
                 "reduction on " + deviceName(*device) + " failed: " + status.message()};
 }

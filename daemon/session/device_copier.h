@@ -1,12 +1,17 @@
-// DeviceCopier: moves operands between device memory and the daemon's host staging buffers, on
-// one stream per device, in chunks of a configured size (a copy engine keeps several chunks in
-// flight, and a fault is confined to the chunk and op that hit it). A failed stream is dropped and
-// the next copy on that device gets a fresh one, as a CUDA sticky error requires.
-// Runs on the IPC thread; each copy returns once its data has landed. Depends on hc_device.
+// DeviceCopier: moves operands between device memory and the daemon's host staging buffers, in
+// chunks of a configured size (a copy engine keeps several chunks in flight, and a fault is
+// confined to the chunk and op that hit it). Each device has two copy streams, one per direction,
+// so copies into a device and out of it run side by side, as a GPU's copy engines do: the
+// pipeline (slice_staging.h) copies one slice's results out while it copies the next slice's
+// operands in. A failed stream is dropped and the next copy in its direction gets a fresh one,
+// as a CUDA sticky error requires.
+// Runs on the IPC thread. Depends on hc_device.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
+#include <utility>
 
 #include "common/status.h"
 #include "daemon/device/device.h"
@@ -20,9 +25,17 @@ class DeviceCopier {
   DeviceCopier(const DeviceCopier&) = delete;
   DeviceCopier& operator=(const DeviceCopier&) = delete;
 
-  // Copies `bytes` from src to dst, where either side may be device memory of `device` and the
-  // other host memory. DeviceError names the device when a chunk fails.
-  [[nodiscard]] Status copy(device::Device* device, void* dst, const void* src, uint64_t bytes);
+  // Copies `bytes` between device memory of `device` and host memory: into the device when
+  // toDevice, else out of it. Returns once the data has landed. DeviceError names the device
+  // when a chunk fails.
+  [[nodiscard]] Status copy(device::Device* device, void* dst, const void* src, uint64_t bytes,
+                            bool toDevice);
+  // The same, without waiting: the copy runs until drain(). Both sides must stay valid until then.
+  // An error here is one of enqueueing; the copy's own failure comes from drain().
+  [[nodiscard]] Status enqueue(device::Device* device, void* dst, const void* src, uint64_t bytes,
+                               bool toDevice);
+  // Waits for every enqueued copy; the first failure, naming its device, or Ok.
+  [[nodiscard]] Status drain();
   // Runs `work` on `device`'s stream (its reduction kernel) and waits for it. DeviceError names
   // the device when the kernel or the stream fails.
   [[nodiscard]] Status reduce(device::Device* device, const device::ReduceWork& work);
@@ -32,10 +45,14 @@ class DeviceCopier {
   uint64_t chunkBytes() const { return chunkBytes_; }
 
  private:
-  Result<device::StreamId> streamFor(device::Device* device);
+  using Lane = std::pair<device::Device*, bool>;  // a device and a direction (toDevice)
+  Result<device::StreamId> streamFor(const Lane& lane);
+  void drop(const Lane& lane);
 
   uint64_t chunkBytes_;
-  std::map<device::Device*, device::StreamId> streams_;
+  std::map<Lane, device::StreamId> streams_;
+  std::set<Lane> pending_;  // lanes with copies enqueued since the last drain
+  Status enqueueFailure_ = okStatus();
 };
 
 }  // namespace hc::session

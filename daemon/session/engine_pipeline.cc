@@ -1,7 +1,8 @@
 // The CPU-forwarding pipeline: a collective across daemons whose operands need staging (device
 // memory, or the client's own memory) runs in slices (slice_staging.h). While the daemons
 // exchange slice k on the progress thread, this (IPC) thread copies slice k-1's results out and
-// slice k+1's operands in and combines them, so copies overlap the wire. After the last slice
+// slice k+1's operands in (the two directions side by side, on their own streams) and combines
+// them, so copies overlap each other and the wire. After the last slice
 // the daemons allgather one byte each, whether all their copies succeeded, and every rank of the
 // op gets the same verdict.
 #include <spdlog/spdlog.h>
@@ -38,6 +39,8 @@ Result<std::unique_ptr<coll::hier::NodePlan>> Engine::planSlice(NetRun& run, siz
   const PendingOp& head = run.match.ops.front();
   std::vector<coll::RankBuffers> bufs = matchBuffers(run.match);
   HC_RETURN_IF_ERROR(run.pipeline->staging->stageIn(run.match.ops, k, bufs));
+  // Also waits for the previous slice's copies out, which ran beside these.
+  run.pipeline->staging->settle();
   coll::LocalOp lop{head.type, head.dtype, head.redop, head.root,
                     run.pipeline->staging->countOf(k)};
   auto plan = coll::hier::NodePlan::make(lop, *run.layout, std::move(bufs), &scratch_);
@@ -59,7 +62,7 @@ Engine::NetRun& Engine::submitSlice(const NetComm& net, NetRun run) {
 void Engine::prepareNextSlice(NetRun& run) {
   Pipeline& p = *run.pipeline;
   const size_t k = p.running + 1;
-  if (k >= p.staging->slices()) return;
+  if (k >= p.staging->slices()) return p.staging->settle();
   auto plan = planSlice(run, k);
   if (!plan.isOk()) {
     // The running slice ends through the failure (notices stop the other daemons' side of it).
@@ -95,6 +98,7 @@ void Engine::onSliceDone(NetRun run, const Status& status) {
   const size_t done = p.running;
   if (p.next == nullptr) {  // that was the last slice
     p.staging->stageOut(run.match.ops, done);
+    p.staging->settle();
     return startVerdict(net->second, std::move(run));
   }
   // The next slice goes on the wire first; this slice's copies out and the one after's copies in

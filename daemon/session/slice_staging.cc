@@ -74,6 +74,8 @@ SliceStaging::SliceStaging(ipc::OpType type, int nranks, size_t elementBytes, ui
       copier_(copier) {}
 
 SliceStaging::~SliceStaging() {
+  // No copy may still use a buffer that goes back to the pool.
+  if (unsettled_) [[maybe_unused]] Status s = copier_->drain();
   while (!staged_.empty()) release(staged_.begin()->first);
 }
 
@@ -92,8 +94,9 @@ Status SliceStaging::move(const PendingOp& op, bool send, const std::vector<Slic
     at += piece.bytes;
     if (region != nullptr) {
       uint8_t* remote = region->data() + range.address + piece.offset;
-      HC_RETURN_IF_ERROR(toClient ? copier_->copy(region->device(), remote, local, piece.bytes)
-                                  : copier_->copy(region->device(), local, remote, piece.bytes));
+      HC_RETURN_IF_ERROR(
+          toClient ? copier_->enqueue(region->device(), remote, local, piece.bytes, true)
+                   : copier_->enqueue(region->device(), local, remote, piece.bytes, false));
     } else if (range.used()) {
       const uint64_t address = range.address + piece.offset;
       HC_RETURN_IF_ERROR(toClient ? op.processMemory->write(address, local, piece.bytes)
@@ -128,6 +131,7 @@ Status SliceStaging::stageIn(const std::vector<PendingOp>& ops, size_t k,
         staged_[k].push_back({i, send, *buffer});
         at = buffer->data;
         if (send && failure_.isOk()) {
+          unsettled_ = true;
           Status s = move(op, true, pieces, at, false);
           if (!s.isOk()) failure_ = s;
         }
@@ -148,10 +152,21 @@ void SliceStaging::stageOut(const std::vector<PendingOp>& ops, size_t k) {
   const auto pieces = slicePieces(type_, false, nranks_, esz_, total_, k * perSlice_, countOf(k));
   for (const auto& s : it->second) {
     if (s.send || !failure_.isOk()) continue;
+    unsettled_ = true;
     Status out = move(ops[s.op], false, pieces, s.buffer.data, true);
     if (!out.isOk()) failure_ = out;
   }
-  release(k);
+  stagedOut_.push_back(k);
+}
+
+void SliceStaging::settle() {
+  if (unsettled_) {
+    unsettled_ = false;
+    Status landed = copier_->drain();
+    if (!landed.isOk() && failure_.isOk()) failure_ = landed;
+  }
+  for (size_t k : stagedOut_) release(k);
+  stagedOut_.clear();
 }
 
 void SliceStaging::release(size_t k) {

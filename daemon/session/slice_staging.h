@@ -60,13 +60,17 @@ class SliceStaging {
   uint64_t countOf(size_t k) const;
 
   // Points bufs[i] (ops[i]'s buffers; scalars already set) at slice k of ops[i]'s operands and
-  // reads the send pieces in. A failed copy is kept in failure(), not returned: the slice still
-  // runs. An error here means no staging memory could be had (the slice cannot run).
+  // starts reading the send pieces in: device copies are enqueued, and have landed only after
+  // settle(). A failed copy is kept in failure(), not returned: the slice still runs. An error
+  // here means no staging memory could be had (the slice cannot run).
   [[nodiscard]] Status stageIn(const std::vector<PendingOp>& ops, size_t k,
                                std::vector<coll::RankBuffers>& bufs);
-  // Writes slice k's receive pieces back (a failed copy goes to failure()) and returns the
+  // Starts writing slice k's receive pieces back; settle() waits for them and returns the
   // slice's buffers to the pool.
   void stageOut(const std::vector<PendingOp>& ops, size_t k);
+  // Waits for the copies started since the last settle (into and out of devices, side by side);
+  // a failure goes to failure(). Releases the slices staged out.
+  void settle();
   // The first copy that failed (Ok while none has).
   const Status& failure() const { return failure_; }
 
@@ -89,6 +93,8 @@ class SliceStaging {
   StagingPool* pool_;
   DeviceCopier* copier_;
   std::map<size_t, std::vector<Staged>> staged_;  // by slice
+  std::vector<size_t> stagedOut_;  // slices whose buffers go back at the next settle()
+  bool unsettled_ = false;         // device copies were enqueued since the last settle()
   Status failure_ = okStatus();
 };
 

@@ -103,6 +103,7 @@ TEST(SliceStagingTest, HostMemoryIsUsedInPlaceWhenContiguousAndPackedOtherwise) 
   for (size_t k = 0; k < staging.slices(); ++k) {
     std::vector<coll::RankBuffers> bufs(1);
     ASSERT_TRUE(staging.stageIn(ops, k, bufs).isOk());
+    staging.settle();
     const uint64_t count = staging.countOf(k);
     EXPECT_EQ(bufs[0].send, reinterpret_cast<const uint8_t*>(send.data() + 3 * k));
     auto* packed = reinterpret_cast<int32_t*>(bufs[0].recv);
@@ -113,6 +114,7 @@ TEST(SliceStagingTest, HostMemoryIsUsedInPlaceWhenContiguousAndPackedOtherwise) 
       for (uint64_t j = 0; j < count; ++j) packed[b * count + j] = 1000 * b + int(3 * k + j);
     }
     staging.stageOut(ops, k);
+    staging.settle();
   }
   EXPECT_TRUE(staging.failure().isOk());
   uint64_t wrong = 0;
@@ -177,6 +179,7 @@ TEST_F(SliceStagingDeviceTest, ReduceScatterInPlaceOnADeviceRoundTripsEverySlice
   for (size_t k = 0; k < staging.slices(); ++k) {
     std::vector<coll::RankBuffers> bufs(1);
     ASSERT_TRUE(staging.stageIn(ops, k, bufs).isOk());
+    staging.settle();
     const uint64_t first = 250 * k, count = staging.countOf(k);
     const auto* in = reinterpret_cast<const float*>(bufs[0].send);
     for (int b = 0; b < nranks; ++b) {
@@ -190,6 +193,7 @@ TEST_F(SliceStagingDeviceTest, ReduceScatterInPlaceOnADeviceRoundTripsEverySlice
       out[j] = static_cast<float>(3 * (first + j) + 3 * total);
     }
     staging.stageOut(ops, k);
+    staging.settle();
   }
   EXPECT_EQ(wrongIn, 0u);
   ASSERT_TRUE(staging.failure().isOk()) << staging.failure().message();
@@ -213,9 +217,11 @@ TEST_F(SliceStagingDeviceTest, AFailedCopyIsKeptAndLaterSlicesStillGetBuffersWit
   for (size_t k = 0; k < staging.slices(); ++k) {
     std::vector<coll::RankBuffers> bufs(1);
     ASSERT_TRUE(staging.stageIn(ops, k, bufs).isOk());
+    staging.settle();
     EXPECT_NE(bufs[0].send, nullptr);
     EXPECT_NE(bufs[0].recv, nullptr);
     staging.stageOut(ops, k);
+    staging.settle();
   }
   ASSERT_FALSE(staging.failure().isOk());
   EXPECT_EQ(staging.failure().code(), Code::DeviceError);
