@@ -44,16 +44,19 @@ int run(int argc, char** argv) {
   std::vector<Case> cases = buildCases(opts);
   // Each rank allocates a send and a receive buffer of the largest size from its segment; ask
   // for a segment that holds both (the daemon's default may not), unless the user chose one.
-  if (std::getenv("HC_SEGMENT_BYTES") == nullptr) {
+  // Device buffers are not in the segment.
+  if (std::getenv("HC_SEGMENT_BYTES") == nullptr && anyRankOnHost(opts)) {
     constexpr size_t kAlign = size_t{2} << 20;
     size_t buffer = (std::max<size_t>(maxBufferBytes(cases), 1) + kAlign - 1) / kAlign * kAlign;
     ::setenv("HC_SEGMENT_BYTES", std::to_string(2 * buffer + 8 * kAlign).c_str(), 1);
   }
   MemBwReport membw;
   const std::vector<size_t> sizes = limitSizes(cases);
-  // The one-pass limit bounds one daemon's local step; across daemons the link bounds the run
-  // (bench/compare-peers measures it), so the limit would only mislead there.
-  const bool haveMembw = opts.membw && !sizes.empty() && opts.sockets.size() < 2;
+  // The one-pass limit bounds one daemon's local step over host memory; across daemons the link
+  // bounds the run (bench/compare-peers measures it), and device buffers add copies (see
+  // bench/device-pipeline), so the limit would only mislead there.
+  const bool haveMembw =
+      opts.membw && !sizes.empty() && opts.sockets.size() < 2 && !anyRankOnDevice(opts);
   if (haveMembw) membw = measureMemBw(opts.nranks, sizes);  // before any fork: it runs threads
 
   TablePrinter table(opts, haveMembw ? &membw : nullptr);

@@ -117,6 +117,13 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
                  "first")
       ->type_name("PATH[,PATH...]")
       ->excludes(socket);
+  std::string devices;
+  app.add_option("--device", devices,
+                 "where the ranks' send and receive buffers live: host (default) or "
+                 "sim:nvidia|amd:INDEX, simulated device memory on a stream (hetero_comm/hc_sim.h; "
+                 "the rank's daemon needs that device, devices.sim.*); one place for every rank, "
+                 "or one per rank, comma-separated")
+      ->type_name("PLACE[,PLACE...]");
   app.add_option("-T,--timeout", o.timeoutSec,
                  "give up when ranks stall this many seconds (0: never)")
       ->check(CLI::NonNegativeNumber);
@@ -172,6 +179,20 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
     o.socket = o.sockets.front();
     o.sockets.clear();
   }
+  for (size_t start = 0; !devices.empty() && start <= devices.size();) {
+    size_t comma = std::min(devices.find(',', start), devices.size());
+    std::string word = devices.substr(start, comma - start);
+    auto place = parsePlace(word);
+    if (!place) {
+      return fail("--device '" + word + "' is not host or sim:nvidia|amd:INDEX (e.g. sim:amd:0)");
+    }
+    o.devices.push_back(*place);
+    start = comma + 1;
+  }
+  if (o.devices.size() > 1 && o.devices.size() != static_cast<size_t>(o.nranks)) {
+    return fail("--device names " + std::to_string(o.devices.size()) + " places but -N is " +
+                std::to_string(o.nranks) + ": give one place for every rank, or one per rank");
+  }
   o.membw = membw != 0;
   *out = std::move(o);
   return std::nullopt;
@@ -183,6 +204,55 @@ int daemonOfRank(const Options& opts, int rank) {
   const int extra = opts.nranks % daemons;  // the first `extra` daemons host one more
   if (rank < extra * (base + 1)) return rank / (base + 1);
   return extra + (rank - extra * (base + 1)) / base;
+}
+
+BufferPlace placeOfRank(const Options& opts, int rank) {
+  if (opts.devices.empty()) return {};
+  if (opts.devices.size() == 1) return opts.devices.front();
+  return opts.devices[static_cast<size_t>(rank)];
+}
+
+bool anyRankOnDevice(const Options& opts) {
+  for (int r = 0; r < opts.nranks; ++r) {
+    if (placeOfRank(opts, r).sim) return true;
+  }
+  return false;
+}
+
+bool anyRankOnHost(const Options& opts) {
+  for (int r = 0; r < opts.nranks; ++r) {
+    if (!placeOfRank(opts, r).sim) return true;
+  }
+  return false;
+}
+
+std::optional<BufferPlace> parsePlace(const std::string& text) {
+  if (text == "host") return BufferPlace{};
+  BufferPlace p;
+  p.sim = true;
+  std::string index;
+  if (text.rfind("sim:nvidia:", 0) == 0) {
+    p.vendor = HC_SIM_NVIDIA;
+    index = text.substr(11);
+  } else if (text.rfind("sim:amd:", 0) == 0) {
+    p.vendor = HC_SIM_AMD;
+    index = text.substr(8);
+  } else {
+    return std::nullopt;
+  }
+  // The daemon says whether it has the device; here only the shape is checked.
+  auto digit = [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; };
+  if (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), digit)) {
+    return std::nullopt;
+  }
+  p.index = std::stoi(index);
+  return p;
+}
+
+std::string placeName(const BufferPlace& place) {
+  if (!place.sim) return "host";
+  return std::string("sim:") + (place.vendor == HC_SIM_AMD ? "amd" : "nvidia") + ":" +
+         std::to_string(place.index);
 }
 
 const char* opName(OpKind op) {

@@ -4,9 +4,12 @@
 // printed in the table follow nccl-tests ("float", "half", "bfloat16", "f8e4m3", "sum", "none").
 // sendrecv is nccl-tests' ring exchange (each rank sends to rank+1 and receives from rank-1), so
 // with -N 2 it measures the point-to-point bandwidth between two ranks in both directions at once.
+// --device puts the ranks' buffers in simulated device memory (hetero_comm/hc_sim.h), so the
+// daemons' device path (staging, device reductions) is what gets timed.
 #pragma once
 
 #include <hetero_comm/hc.h>
+#include <hetero_comm/hc_sim.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +37,13 @@ constexpr hc_redop_t kNoRedop = HC_NUM_OPS;
 
 constexpr int kMaxRanks = 64;  // the checked data stays exact up to here (see check_data.h)
 
+// Where a rank's send and receive buffers live.
+struct BufferPlace {
+  bool sim = false;  // false: the daemon's shared host segment (hc_mem_alloc)
+  hc_sim_vendor_t vendor = HC_SIM_NVIDIA;
+  int index = 0;
+};
+
 struct Options {
   size_t minBytes = size_t{32} << 20;
   size_t maxBytes = size_t{32} << 20;
@@ -52,6 +62,8 @@ struct Options {
   // (daemonOfRank), and the unique id is made while connected to the first. Empty: one daemon,
   // `socket`; a single path given this way is moved to `socket`.
   std::vector<std::string> sockets;
+  // --device: empty, every rank on host; one entry, every rank there; else one entry per rank.
+  std::vector<BufferPlace> devices;
   int timeoutSec = 0;  // 0: wait for ranks without limit (nccl-tests -T)
   bool membw = true;   // measure the in-process one-pass limit before launching the ranks
   uint64_t seed = 0x6863'7065'7266ull;
@@ -64,6 +76,14 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out);
 // blocks whose sizes differ by at most one, larger first, so every daemon hosts a rank:
 // -N 4 over 2 daemons is 0,1 | 2,3; -N 5 over 2 is 0,1,2 | 3,4; -N 5 over 4 is 0,1 | 2 | 3 | 4.
 int daemonOfRank(const Options& opts, int rank);
+
+// Where rank r's buffers live (opts.devices).
+BufferPlace placeOfRank(const Options& opts, int rank);
+bool anyRankOnDevice(const Options& opts);
+bool anyRankOnHost(const Options& opts);
+// "host", "sim:nvidia:0", "sim:amd:1": what --device accepts, and what the preamble prints.
+std::optional<BufferPlace> parsePlace(const std::string& text);
+std::string placeName(const BufferPlace& place);
 
 // "8", "512K", "64M", "1G" (binary multiples, as nccl-tests).
 std::optional<size_t> parseSize(const std::string& text);

@@ -51,6 +51,19 @@ void TablePrinter::printPreamble(size_t caseCount) const {
       std::printf("#   daemon %zu: %s at %s\n", d, ranks.c_str(), opts_.sockets[d].c_str());
     }
   }
+  if (anyRankOnDevice(opts_)) {
+    std::string places;
+    if (opts_.devices.size() == 1) {
+      places = placeName(opts_.devices.front()) + " on every rank";
+    } else {
+      for (int r = 0; r < opts_.nranks; ++r) {
+        places += (r == 0 ? "rank " : ", rank ") + std::to_string(r) + " " +
+                  placeName(placeOfRank(opts_, r));
+      }
+    }
+    std::printf("# buffers: %s (device buffers are ordered on one sim stream per rank)\n",
+                places.c_str());
+  }
   if (membw_ != nullptr && membw_->plainBytes > 0) {
     std::printf(
         "# membw, in this process with %d threads over %d buffers of %zu B: "

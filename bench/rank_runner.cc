@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "bench/check_data.h"
+#include "bench/rank_buffers.h"
 
 namespace hc::bench {
 namespace {
@@ -30,14 +30,16 @@ class RankRunner {
   int run(const hc_unique_id_t& id) {
     hc_status_t st = hc_comm_init_rank(&comm_, opts_.nranks, id, rank_);
     if (st != HC_OK) return fail(kInitCase, st, "hc_comm_init_rank", nullptr);
-    // Allocated and touched once: first touch runs far below memory bandwidth.
-    size_t bytes = std::max<size_t>(maxBufferBytes(cases_), 4096);
-    if ((st = hc_mem_alloc(&send_, bytes)) != HC_OK)
-      return fail(kInitCase, st, "hc_mem_alloc", nullptr);
-    if ((st = hc_mem_alloc(&recv_, bytes)) != HC_OK)
-      return fail(kInitCase, st, "hc_mem_alloc", nullptr);
-    std::memset(send_, 0, bytes);
-    std::memset(recv_, 0, bytes);
+    // Allocated once, and touched before any timing.
+    const size_t bytes = std::max<size_t>(maxBufferBytes(cases_), 4096);
+    const char* call = "";
+    if ((st = buffers_.allocate(placeOfRank(opts_, rank_), bytes, opts_.check != 0, &call)) !=
+        HC_OK) {
+      return fail(kInitCase, st, call, nullptr);
+    }
+    send_ = buffers_.send();
+    recv_ = buffers_.recv();
+    stream_ = buffers_.stream();
     for (size_t i = 0; i < cases_.size(); ++i) {
       if (int rc = runCase(static_cast<uint32_t>(i)); rc != 0) return rc;
     }
@@ -47,8 +49,7 @@ class RankRunner {
     if ((st = hc_comm_destroy(comm_)) != HC_OK) {
       return fail(static_cast<uint32_t>(cases_.size()), st, "hc_comm_destroy", nullptr);
     }
-    hc_mem_free(send_);
-    hc_mem_free(recv_);
+    buffers_.release();
     return 0;
   }
 
@@ -104,35 +105,35 @@ class RankRunner {
     const int n = opts_.nranks;
     switch (c.op) {
       case OpKind::AllReduce:
-        return hc_allreduce(b.send, b.recv, c.count, c.dtype, c.redop, comm_, nullptr, req);
+        return hc_allreduce(b.send, b.recv, c.count, c.dtype, c.redop, comm_, stream_, req);
       case OpKind::Broadcast:
-        return hc_broadcast(b.send, b.recv, c.count, c.dtype, c.root, comm_, nullptr, req);
+        return hc_broadcast(b.send, b.recv, c.count, c.dtype, c.root, comm_, stream_, req);
       case OpKind::Reduce:
-        return hc_reduce(b.send, b.recv, c.count, c.dtype, c.redop, c.root, comm_, nullptr, req);
+        return hc_reduce(b.send, b.recv, c.count, c.dtype, c.redop, c.root, comm_, stream_, req);
       case OpKind::AllGather:
-        return hc_allgather(b.send, b.recv, c.sendCount, c.dtype, comm_, nullptr, req);
+        return hc_allgather(b.send, b.recv, c.sendCount, c.dtype, comm_, stream_, req);
       case OpKind::ReduceScatter:
-        return hc_reduce_scatter(b.send, b.recv, c.recvCount, c.dtype, c.redop, comm_, nullptr,
+        return hc_reduce_scatter(b.send, b.recv, c.recvCount, c.dtype, c.redop, comm_, stream_,
                                  req);
       case OpKind::AllToAll:
-        return hc_alltoall(b.send, b.recv, c.count, c.dtype, comm_, nullptr, req);
+        return hc_alltoall(b.send, b.recv, c.count, c.dtype, comm_, stream_, req);
       case OpKind::Gather:
-        return hc_gather(b.send, b.recv, c.count, c.dtype, c.root, comm_, nullptr, req);
+        return hc_gather(b.send, b.recv, c.count, c.dtype, c.root, comm_, stream_, req);
       case OpKind::Scatter:
-        return hc_scatter(b.send, b.recv, c.count, c.dtype, c.root, comm_, nullptr, req);
+        return hc_scatter(b.send, b.recv, c.count, c.dtype, c.root, comm_, stream_, req);
       case OpKind::SendRecv: {
         hc_status_t st = hc_group_start();
         if (st == HC_OK) {
-          st = hc_send(b.send, c.count, c.dtype, (rank_ + 1) % n, comm_, nullptr, extra);
+          st = hc_send(b.send, c.count, c.dtype, (rank_ + 1) % n, comm_, stream_, extra);
         }
         if (st == HC_OK) {
-          st = hc_recv(b.recv, c.count, c.dtype, (rank_ + n - 1) % n, comm_, nullptr, req);
+          st = hc_recv(b.recv, c.count, c.dtype, (rank_ + n - 1) % n, comm_, stream_, req);
         }
         hc_status_t end = hc_group_end();
         return st != HC_OK ? st : end;
       }
       case OpKind::Barrier:
-        return hc_barrier(comm_, nullptr, req);
+        return hc_barrier(comm_, stream_, req);
     }
     return HC_INTERNAL;
   }
@@ -144,10 +145,12 @@ class RankRunner {
     return st != HC_OK ? st : main;
   }
 
-  // Issues iters operations back to back, then waits for them in order (nccl-tests times a
-  // launched batch, not each call). Back-pressure (HC_NO_RESOURCE) is absorbed by waiting for the
-  // oldest outstanding operation; that wait is part of the measured time, as it would be for a
-  // trainer.
+  // Issues iters operations back to back, then waits for them in order and for the stream
+  // (nccl-tests times a launched batch up to cudaStreamSynchronize, not each call). On a stream
+  // (device buffers) an operation is submitted only when the one before it has completed, as
+  // on a GPU stream; without one they may overlap in the daemon. Back-pressure (HC_NO_RESOURCE) is
+  // absorbed by waiting for the oldest outstanding operation; that wait is part of the measured
+  // time, as it would be for a trainer.
   hc_status_t timed(const Case& c, bool inPlace, int iters, double* us) {
     Buffers b = buffersFor(c, inPlace);
     requests_.assign(static_cast<size_t>(iters), nullptr);
@@ -167,6 +170,7 @@ class RankRunner {
         return st;
       }
     }
+    if (hc_status_t st = buffers_.synchronize(); st != HC_OK) return st;
     if (us != nullptr) *us = iters > 0 ? microsSince(t0) / iters : 0.0;
     return HC_OK;
   }
@@ -175,29 +179,40 @@ class RankRunner {
     hc_request_t req = nullptr;
     hc_request_t extra = nullptr;
     hc_status_t st = issue(c, b, &req, &extra);
-    return st == HC_OK ? waitIssued(&req, &extra) : st;
+    if (st == HC_OK) st = waitIssued(&req, &extra);
+    return st == HC_OK ? buffers_.synchronize() : st;
   }
 
-  // One operation on seeded inputs; counts the wrong output elements this rank can see.
+  // One operation on seeded inputs; counts the wrong output elements this rank can see. The data
+  // is written and read through buffers_.hostView(), which is the buffer itself on the host and
+  // a mirror that travels by copies for device buffers.
   hc_status_t checked(const Case& c, uint32_t index, bool inPlace, int64_t* wrong) {
     DataSpec spec{c.dtype, c.redop, opts_.nranks, opts_.seed + 2 * uint64_t{index} + inPlace};
     Buffers b = buffersFor(c, inPlace);
-    auto* recv = static_cast<char*>(b.recv);
-    auto* send = const_cast<void*>(b.send);
+    char* recv = buffers_.hostView(b.recv);
+    char* send = buffers_.hostView(b.send);
     const size_t ws = dtypeSize(c.dtype);
     fillSentinel(c.dtype, c.recvCount, recv);
+    bool hasInput = true;
     switch (c.op) {
       case OpKind::Broadcast:  // only the root's input matters; others start from the sentinel
       case OpKind::Scatter:
-        if (rank_ == c.root) fillInput(spec, rank_, 0, c.sendCount, send);
+        hasInput = rank_ == c.root;
         break;
       case OpKind::Barrier:
+        hasInput = false;
         break;
       default:
-        fillInput(spec, rank_, 0, c.sendCount, send);
         break;
     }
-    if (hc_status_t st = runOnce(c, b); st != HC_OK) return st;
+    if (hasInput) fillInput(spec, rank_, 0, c.sendCount, send);
+    // In place, the input may lie inside the receive buffer: both views are final before either
+    // is uploaded, so the order of the copies does not matter.
+    hc_status_t st = buffers_.upload(b.recv, c.recvCount * ws);
+    if (st == HC_OK && hasInput) st = buffers_.upload(b.send, c.sendCount * ws);
+    if (st == HC_OK) st = runOnce(c, b);
+    if (st == HC_OK) st = buffers_.download(b.recv, c.recvCount * ws);
+    if (st != HC_OK) return st;
     size_t bad = 0;
     switch (c.op) {
       case OpKind::AllReduce:
@@ -293,8 +308,10 @@ class RankRunner {
   const int rank_;
   const int fd_;
   hc_comm_t comm_ = nullptr;
-  void* send_ = nullptr;
+  RankBuffers buffers_;
+  void* send_ = nullptr;  // buffers_'s, and its stream (null for host buffers)
   void* recv_ = nullptr;
+  hc_stream_t stream_ = nullptr;
   std::vector<hc_request_t> requests_;
   std::vector<hc_request_t> extras_;  // sendrecv: the send of each timed iteration
 };

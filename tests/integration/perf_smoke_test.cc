@@ -1,6 +1,7 @@
 // hc-perf end to end at tiny sizes: every operation, every dtype, every reduction operator, with
-// checked results (-c 1), against a real daemon. Fails on a non-zero exit, on any row whose
-// #wrong is not 0, and when the footer does not say "Out of bounds values : 0 OK".
+// checked results (-c 1), against a real daemon, with host buffers and with --device buffers.
+// Fails on a non-zero exit, on any row whose #wrong is not 0, and when the footer does not say
+// "Out of bounds values : 0 OK".
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -27,54 +28,40 @@ std::vector<std::vector<std::string>> dataRows(const std::string& output) {
   return rows;
 }
 
-class PerfSmokeTest : public ::testing::TestWithParam<int> {};
-
-TEST_P(PerfSmokeTest, EveryOperationAndDtypeChecksOutWithNoWrongElements) {
-  const int nranks = GetParam();
+// Runs hc-perf against the daemon at tiny sizes, every operation and dtype, checked (-c 1), with
+// `extra` flags after the common ones; returns its output after expecting a clean exit and the
+// footer's "0 OK".
+std::string runPerf(DaemonProcess& daemon, int nranks, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {HC_PERF_PATH, "-s", daemon.socketPath(), "-N",
+                                   std::to_string(nranks)};
+  for (const char* flag : {"-b", "8", "-e", "4K", "-f", "8", "-o", "all", "-d", "all",
+                           "-c", "1", "-n", "2",  "-w", "1", "-m", "0",   "-T", "60"}) {
+    argv.emplace_back(flag);
+  }
+  argv.insert(argv.end(), extra.begin(), extra.end());
   std::string error;
-  auto daemon = DaemonProcess::start({}, &error);
-  ASSERT_NE(daemon, nullptr) << error;
-  const std::vector<std::string> argv = {HC_PERF_PATH,
-                                         "-s",
-                                         daemon->socketPath(),
-                                         "-b",
-                                         "8",
-                                         "-e",
-                                         "4K",
-                                         "-f",
-                                         "8",
-                                         "-o",
-                                         "all",
-                                         "-d",
-                                         "all",
-                                         "-r",
-                                         "all",
-                                         "-c",
-                                         "1",
-                                         "-N",
-                                         std::to_string(nranks),
-                                         "-n",
-                                         "2",
-                                         "-w",
-                                         "1",
-                                         "-m",
-                                         "0",
-                                         "-T",
-                                         "60"};
-  auto perf =
-      ChildProcess::spawn(argv, daemon->clientEnv(), daemon->dir() + "/hc-perf.log", &error);
-  ASSERT_NE(perf, nullptr) << error;
-  ASSERT_TRUE(perf->waitExit(std::chrono::seconds(120))) << "hc-perf still running\n"
-                                                         << perf->output();
+  auto perf = ChildProcess::spawn(argv, daemon.clientEnv(), daemon.dir() + "/hc-perf.log", &error);
+  if (perf == nullptr) {
+    ADD_FAILURE() << error;
+    return "";
+  }
+  if (!perf->waitExit(std::chrono::seconds(120))) {
+    ADD_FAILURE() << "hc-perf still running\n" << perf->output();
+    return "";
+  }
   const std::string out = perf->output();
   EXPECT_EQ(perf->exitCode(), 0) << perf->describeEnd() << "\n"
                                  << out << "\n--- daemon:\n"
-                                 << daemon->logTail();
+                                 << daemon.logTail();
   EXPECT_NE(out.find("# Out of bounds values : 0 OK"), std::string::npos) << out;
+  return out;
+}
 
+// Expects at least minRows data rows, each with #wrong 0 out of place and 0 (or N/A) in place.
+void expectNoWrongRows(const std::string& out, size_t minRows) {
   // size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
   const auto rows = dataRows(out);
-  EXPECT_GT(rows.size(), 100u) << "too few rows for every op x dtype x redop\n" << out;
+  EXPECT_GE(rows.size(), minRows) << "too few rows\n" << out;
   int wrongRows = 0;
   for (const auto& row : rows) {
     ASSERT_EQ(row.size(), 13u) << "unexpected row format\n" << out;
@@ -86,6 +73,17 @@ TEST_P(PerfSmokeTest, EveryOperationAndDtypeChecksOutWithNoWrongElements) {
       }
     }
   }
+}
+
+class PerfSmokeTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(PerfSmokeTest, EveryOperationAndDtypeChecksOutWithNoWrongElements) {
+  const int nranks = GetParam();
+  std::string error;
+  auto daemon = DaemonProcess::start({}, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  const std::string out = runPerf(*daemon, nranks, {"-r", "all"});
+  expectNoWrongRows(out, 100);  // every op x dtype x redop
   // Every operation and every dtype appeared (the tables are headed "# <op>, <n> ranks").
   for (const char* op : {"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter",
                          "alltoall", "gather", "scatter", "sendrecv", "barrier"}) {
@@ -101,6 +99,35 @@ TEST_P(PerfSmokeTest, EveryOperationAndDtypeChecksOutWithNoWrongElements) {
 // 3 ranks: a count that is not a power of two, so 1/n in avg is inexact.
 INSTANTIATE_TEST_SUITE_P(Ranks, PerfSmokeTest, ::testing::Values(2, 3),
                          [](const auto& p) { return "ranks" + std::to_string(p.param); });
+
+// --device: the buffers live in simulated device memory and every operation is ordered on a sim
+// stream; the checked data goes in and out by copies. The places cover one device shared by both
+// ranks (the daemon reduces on the device), two vendors' devices (host staging between them) and
+// a host rank beside a device rank.
+class PerfDeviceSmokeTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PerfDeviceSmokeTest, DeviceBuffersCheckOutWithNoWrongElements) {
+  const std::string places = GetParam();
+  std::string error;
+  auto daemon =
+      DaemonProcess::start({"--set", "devices.sim.nvidia=1", "--set", "devices.sim.amd=1"}, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  const std::string out = runPerf(*daemon, 2, {"-r", "sum", "--device", places});
+  EXPECT_NE(out.find("# buffers: "), std::string::npos) << "no buffer placement line\n" << out;
+  expectNoWrongRows(out, 100);  // every op x dtype
+  EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
+}
+
+INSTANTIATE_TEST_SUITE_P(Places, PerfDeviceSmokeTest,
+                         ::testing::Values("sim:nvidia:0", "sim:nvidia:0,sim:amd:0",
+                                           "host,sim:amd:0"),
+                         [](const auto& p) {
+                           std::string name = p.param;
+                           for (char& ch : name) {
+                             if (ch == ':' || ch == ',') ch = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace hc::integ
