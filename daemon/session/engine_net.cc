@@ -199,6 +199,14 @@ void Engine::onAgreement(NetRun run) {
     run.comm->finishMatch(run.match, unavailable("the communicator went away"));
     return;
   }
+  if (run.comm->failed()) {
+    // It failed here while the daemons agreed; the others abandon the op when they hear it, so
+    // starting it would wait on them for ever.
+    run.comm->finishMatch(run.match, run.comm->failure());
+    for (auto& op : run.match.ops) op.session->flushCompletions();
+    progress(run.comm);
+    return;
+  }
   uint64_t sliceBytes = 0;
   for (const auto& d : all) {
     if (d.sliceBytes != 0 && (sliceBytes == 0 || d.sliceBytes < sliceBytes)) {

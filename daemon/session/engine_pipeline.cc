@@ -2,9 +2,9 @@
 // memory, or the client's own memory) runs in slices (slice_staging.h). While the daemons
 // exchange slice k on the progress thread, this (IPC) thread copies slice k-1's results out and
 // slice k+1's operands in (the two directions side by side, on their own streams) and combines
-// them, so copies overlap each other and the wire. After the last slice
-// the daemons allgather one byte each, whether all their copies succeeded, and every rank of the
-// op gets the same verdict.
+// them, so copies overlap each other and the wire. After the last slice the daemons allgather
+// one byte each, whether all their copies succeeded, and every rank of the op gets the same
+// verdict.
 #include <spdlog/spdlog.h>
 
 #include "daemon/coll/reduce.h"
@@ -81,8 +81,11 @@ void Engine::onSliceDone(NetRun run, const Status& status) {
   if (failure.isOk() && net == netComms_.end()) {
     failure = unavailable("the communicator went away");
   }
-  if (failure.isOk() && p.next == nullptr && p.running + 1 < p.staging->slices()) {
-    failure = run.comm->failure();  // the next slice could not be prepared
+  if (failure.isOk() && run.comm->failed()) {
+    // Failed here since the slice started (a client died, the next slice could not be
+    // prepared): the other daemons hear it and abandon the op, so a next slice would wait on
+    // them for ever.
+    failure = run.comm->failure();
   }
   if (!failure.isOk()) {
     spdlog::warn("communicator {:x}: {} across daemons failed in slice {} of {}: {}",

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -174,6 +175,42 @@ TEST(DeviceJobTest, CopyFaultInTheMiddleOfAPipelinedOpFailsThatOpOnEveryRank) {
   auto cluster =
       expectCopyFaultFailsOneOp({"--set", "devices.staging_chunk_bytes=4096"}, 15, 4097, 3, 1);
   ASSERT_NE(cluster, nullptr);
+  stopAll(*cluster);
+}
+
+// A rank killed in the middle of pipelined ops: 1Mi int32 in 64 KiB slices, 1 ms per copy, keeps
+// every op in slices for a while. The communicator fails on the victim's daemon while slices are
+// under way; the ranks beside the victim and on the other daemon must end with an error within
+// seconds, not wait on slices the other daemon abandoned.
+TEST(DeviceJobTest, RankKilledMidPipelineFailsTheOtherRanksWithinSeconds) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 2;
+  options.daemonArgs = {"--set", "devices.staging_chunk_bytes=65536", "--set",
+                        "devices.sim.latency_us=1000"};
+  options.perDaemonArgs = [](int) { return simDevices(1, 1); };
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  const std::vector<std::string> devices = {"sim:nvidia:0", "sim:amd:0", "sim:nvidia:0"};
+  auto job = ClusterJob::start(*cluster, "killed", {0, 1, 1},
+                               {"--mode", "deviceops", "--count", "1048576", "--iters", "400"},
+                               &error, [&](int rank) { return deviceArg(devices[rank]); });
+  ASSERT_NE(job, nullptr) << error;
+  ASSERT_TRUE(job->waitAllOutput("op 1 status=0 ", seconds(60)))
+      << job->report() << cluster->logTails();
+  const auto killedAt = Clock::now();
+  job->proc(2).sendSignal(SIGKILL);
+  for (int i : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(job->spec(i).rank));
+    EXPECT_TRUE(job->proc(i).waitExit(seconds(10))) << job->report() << cluster->logTails();
+    const auto tookMs =
+        std::chrono::duration_cast<milliseconds>(Clock::now() - killedAt).count();
+    EXPECT_LT(tookMs, 10000);
+    const std::string out = job->proc(i).output();
+    EXPECT_NE(out.find("op 399 status="), std::string::npos) << out;
+    EXPECT_EQ(out.find("op 399 status=0 "), std::string::npos) << out;
+  }
+  job.reset();
   stopAll(*cluster);
 }
 
