@@ -188,6 +188,8 @@ class Engine {
   // Hands the job to the NetExecutor; the run waits in netRuns_ (the reference stays valid until
   // collectNet takes its result).
   NetRun& submitNet(NetRun run, coll::net::NetJob job);
+  // The run's op ends with `status`: its ranks hear it now, and the communicator moves on.
+  void endNetRun(NetRun& run, const Status& status);
   void startNetOp(const NetComm& net, NetRun run);
   // Agree and Verdict: every daemon of the communicator contributes `bytes` (this one `mine`) and
   // all of them land in run.notice, in node order.

@@ -190,9 +190,7 @@ void Engine::onAgreement(NetRun run) {
     // Every daemon sees the same descriptors and fails with the same words: a notice from here
     // could reach another daemon before its own agreement ends, and give its ranks other words.
     if (net != netComms_.end()) net->second.notified = true;
-    run.comm->finishMatch(run.match, why);
-    for (auto& op : run.match.ops) op.session->flushCompletions();
-    progress(run.comm);
+    endNetRun(run, why);
     return;
   }
   if (net == netComms_.end()) {
@@ -202,9 +200,7 @@ void Engine::onAgreement(NetRun run) {
   if (run.comm->failed()) {
     // It failed here while the daemons agreed; the others abandon the op when they hear it, so
     // starting it would wait on them for ever.
-    run.comm->finishMatch(run.match, run.comm->failure());
-    for (auto& op : run.match.ops) op.session->flushCompletions();
-    progress(run.comm);
+    endNetRun(run, run.comm->failure());
     return;
   }
   uint64_t sliceBytes = 0;
@@ -348,6 +344,12 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
   run.comm->finishMatch(match, okStatus(), results);
 }
 
+void Engine::endNetRun(NetRun& run, const Status& status) {
+  run.comm->finishMatch(run.match, status);
+  for (auto& op : run.match.ops) op.session->flushCompletions();
+  progress(run.comm);
+}
+
 Engine::NetRun& Engine::submitNet(NetRun run, coll::net::NetJob job) {
   job.id = nextRunId_++;
   if (run.kind != NetRun::Kind::Watch && run.kind != NetRun::Kind::Notice) ++netOpsRunning_;
@@ -387,9 +389,7 @@ void Engine::collectNet() {
       if (result.status.isOk()) {
         onAgreement(std::move(run));
       } else {
-        run.comm->finishMatch(run.match, result.status);
-        for (auto& op : run.match.ops) op.session->flushCompletions();
-        progress(run.comm);
+        endNetRun(run, result.status);
       }
       continue;
     }
@@ -419,10 +419,8 @@ void Engine::collectNet() {
       spdlog::warn("communicator {:x}: {} across daemons failed: {}", run.comm->id(),
                    opName(run.match.ops.front().type), s.message());
     }
-    run.comm->finishMatch(run.match, s);
-    for (auto& op : run.match.ops) op.session->flushCompletions();
     run.plan.reset();  // its scratch goes back to the pool
-    progress(run.comm);
+    endNetRun(run, s);
   }
   propagateFailures();
 }

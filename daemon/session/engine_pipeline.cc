@@ -91,9 +91,7 @@ void Engine::onSliceDone(NetRun run, const Status& status) {
     spdlog::warn("communicator {:x}: {} across daemons failed in slice {} of {}: {}",
                  run.comm->id(), opName(run.match.ops.front().type), p.running,
                  p.staging->slices(), failure.message());
-    run.comm->finishMatch(run.match, failure);
-    for (auto& op : run.match.ops) op.session->flushCompletions();
-    progress(run.comm);
+    endNetRun(run, failure);
     return;
   }
   run.plan->after();
@@ -148,9 +146,7 @@ void Engine::onVerdict(NetRun run, const Status& status) {
     spdlog::warn("communicator {:x}: {} across daemons failed: {}", run.comm->id(),
                  opName(run.match.ops.front().type), status.message());
   }
-  run.comm->finishMatch(run.match, result);
-  for (auto& op : run.match.ops) op.session->flushCompletions();
-  progress(run.comm);
+  endNetRun(run, result);
 }
 
 }  // namespace hc::session
