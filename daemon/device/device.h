@@ -53,6 +53,12 @@ struct Capabilities {
   // and device memory run at DMA speed (the CPU-forwarding pipeline). Without it allocPinned()
   // still works but returns ordinary host memory.
   bool pinnedStaging = false;
+  // copyAsync() also reaches memory of this backend's other devices in this process (their
+  // imports and allocDevice() memory), as CUDA's and HIP's unified addressing lets one copy move
+  // bytes between two GPUs (directly over a peer link, or staged by the driver). Kernels are not
+  // assumed to reach a peer's memory: reduceAsync() reads and writes this device's own memory,
+  // so a reduction across devices copies its operands to one device first.
+  bool peerCopy = false;
   // Memory types of this device that a Transport may read and write directly (zero copy).
   std::vector<MemoryType> transportMemory;
 
@@ -126,6 +132,15 @@ class Device {
   [[nodiscard]] virtual Result<void*> allocPinned(size_t bytes) = 0;
   // NotFound for a pointer allocPinned() did not return.
   [[nodiscard]] virtual Status freePinned(void* ptr) = 0;
+
+  // Memory on the device for the daemon's own use (the scratch of a reduction across devices),
+  // aligned for any dtype. May block and synchronize the device: allocate once and keep it.
+  // NoResource when the device is out of memory; Unavailable on a device without memory of its
+  // own (the host).
+  [[nodiscard]] virtual Result<void*> allocDevice(size_t bytes) = 0;
+  // No work that uses it may still be pending. NotFound for a pointer allocDevice() did not
+  // return.
+  [[nodiscard]] virtual Status freeDevice(void* ptr) = 0;
 
   [[nodiscard]] virtual Result<StreamId> createStream() = 0;
   // Waits for the stream's pending work, then destroys it.

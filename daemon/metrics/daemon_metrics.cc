@@ -49,7 +49,12 @@ DaemonMetrics::DaemonMetrics(BuildInfo build)
       stagingFallbacks_(registry_.counter(
           "hetero_comm_staging_fallback_total",
           "Device operations that fell back to staging through host memory, by reason.",
-          {"reason"})) {
+          {"reason"})),
+      deviceReductions_(registry_.counter(
+          "hetero_comm_device_reductions_total",
+          "Local reductions run by a device's kernel instead of the host, by whether the "
+          "operands sat on one device or were gathered from several.",
+          {"devices"})) {
   buildInfo_.set(
       {build.version, build.cuda ? "true" : "false", build.rocm ? "true" : "false", build.ucx}, 1);
   // Present from the start: "no clients" is a reading, not a missing series.
@@ -81,6 +86,10 @@ void DaemonMetrics::setClients(int64_t connected) {
 
 void DaemonMetrics::stagingFallback(std::string_view reason) {
   stagingFallbacks_.add({std::string(reason)}, 1);
+}
+
+void DaemonMetrics::deviceReduction(bool acrossDevices) {
+  deviceReductions_.add({acrossDevices ? "several" : "one"}, 1);
 }
 
 std::string DaemonMetrics::render() const { return registry_.render(); }

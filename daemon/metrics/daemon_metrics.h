@@ -56,6 +56,9 @@ class DaemonMetrics {
   // A device reduction or copy that fell back to host staging, and why (a short fixed word such
   // as "module_load_failed", never free text: each distinct reason is a series).
   void stagingFallback(std::string_view reason);
+  // A local reduction that ran on a device's kernel; acrossDevices: its operands were gathered
+  // from several devices of one vendor (devices="several"), else they sat on one ("one").
+  void deviceReduction(bool acrossDevices);
 
   // The whole set in the text exposition format 0.0.4.
   std::string render() const;
@@ -70,6 +73,7 @@ class DaemonMetrics {
   GaugeFamily& peerUp_;
   GaugeFamily& clients_;
   CounterFamily& stagingFallbacks_;
+  CounterFamily& deviceReductions_;
 };
 
 }  // namespace hc::metrics

@@ -22,6 +22,30 @@ DeviceCopier::~DeviceCopier() {
   for (auto& [lane, stream] : streams_) {
     [[maybe_unused]] Status s = lane.first->destroyStream(stream);
   }
+  for (auto& [device, buffer] : scratch_) {
+    [[maybe_unused]] Status s = device->freeDevice(buffer.first);
+  }
+}
+
+Result<uint8_t*> DeviceCopier::scratch(device::Device* device, uint64_t bytes) {
+  auto it = scratch_.find(device);
+  if (it != scratch_.end() && it->second.second >= bytes) {
+    return static_cast<uint8_t*>(it->second.first);
+  }
+  if (it != scratch_.end()) {
+    [[maybe_unused]] Status s = device->freeDevice(it->second.first);
+    scratch_.erase(it);
+  }
+  auto allocated = device->allocDevice(bytes);
+  if (!allocated.isOk()) {
+    return Status{allocated.status().code(), "scratch of " + std::to_string(bytes) + " B on " +
+                                                 deviceName(*device) + ": " +
+                                                 allocated.status().message()};
+  }
+  spdlog::info("{}: {} B of device memory for reductions across devices", deviceName(*device),
+               bytes);
+  scratch_[device] = {*allocated, bytes};
+  return static_cast<uint8_t*>(*allocated);
 }
 
 void DeviceCopier::drop(const Lane& lane) {
@@ -36,6 +60,10 @@ void DeviceCopier::forget(device::Device* device) {
   drop({device, false});
   pending_.erase({device, true});
   pending_.erase({device, false});
+  if (auto it = scratch_.find(device); it != scratch_.end()) {
+    [[maybe_unused]] Status s = device->freeDevice(it->second.first);
+    scratch_.erase(it);
+  }
 }
 
 Result<device::StreamId> DeviceCopier::streamFor(const Lane& lane) {

@@ -4,7 +4,8 @@
 // so copies into a device and out of it run side by side, as a GPU's copy engines do: the
 // pipeline (slice_staging.h) copies one slice's results out while it copies the next slice's
 // operands in. A failed stream is dropped and the next copy in its direction gets a fresh one,
-// as a CUDA sticky error requires.
+// as a CUDA sticky error requires. It also keeps each device's scratch memory (reductions whose
+// operands span devices gather them there).
 // Runs on the IPC thread. Depends on hc_device.
 #pragma once
 
@@ -39,7 +40,11 @@ class DeviceCopier {
   // Runs `work` on `device`'s stream (its reduction kernel) and waits for it. DeviceError names
   // the device when the kernel or the stream fails.
   [[nodiscard]] Status reduce(device::Device* device, const device::ReduceWork& work);
-  // Destroys the streams of `device` (before the device goes away).
+  // Device memory of at least `bytes` on `device`, kept for later calls: allocating may
+  // synchronize a GPU, so the buffer only grows. Valid until the next scratch() for that device
+  // or forget(); the caller must have waited for the work that used it before either.
+  [[nodiscard]] Result<uint8_t*> scratch(device::Device* device, uint64_t bytes);
+  // Destroys the streams and scratch of `device` (before the device goes away).
   void forget(device::Device* device);
 
   uint64_t chunkBytes() const { return chunkBytes_; }
@@ -52,6 +57,7 @@ class DeviceCopier {
   uint64_t chunkBytes_;
   std::map<Lane, device::StreamId> streams_;
   std::set<Lane> pending_;  // lanes with copies enqueued since the last drain
+  std::map<device::Device*, std::pair<void*, uint64_t>> scratch_;  // allocDevice()'s, bytes
   Status enqueueFailure_ = okStatus();
 };
 

@@ -1,11 +1,16 @@
 #include "daemon/session/device_reduce.h"
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "daemon/coll/reduce.h"
 
 namespace hc::session {
 namespace {
+
+// Scratch slots start on this boundary, which every kernel's vector loads accept.
+constexpr uint64_t kSlotAlignment = 256;
 
 bool reduces(ipc::OpType type) {
   return type == ipc::OpType::AllReduce || type == ipc::OpType::Reduce ||
@@ -18,60 +23,164 @@ bool receives(const PendingOp& op, int rank) {
   return op.type != ipc::OpType::Reduce || rank == op.root;
 }
 
+bool sameKind(const device::Device& a, const device::Device& b) {
+  return a.info().vendor == b.info().vendor && a.info().backend == b.info().backend;
+}
+
+// A buffer of one reduction and the device it lives on.
+struct Operand {
+  uint8_t* at;
+  device::Device* device;
+};
+
+// One reduction: over `count` elements of every input into every output.
+struct Reduction {
+  std::vector<Operand> inputs;
+  std::vector<Operand> outputs;
+};
+
+// Allreduce and reduce: one reduction into every receiving buffer. Reduce-scatter: one per rank,
+// over that rank's block of every input, into its own buffer.
+std::vector<Reduction> reductionsOf(const Match& match) {
+  const PendingOp& head = match.ops.front();
+  const bool scatter = head.type == ipc::OpType::ReduceScatter;
+  const uint64_t elementBytes = coll::dtypeSize(head.dtype);
+  std::vector<Reduction> out(scatter ? match.ops.size() : 1);
+  for (size_t block = 0; block < out.size(); ++block) {
+    for (size_t i = 0; i < match.ops.size(); ++i) {
+      const PendingOp& op = match.ops[i];
+      // The ranges hold offsets into the regions (validate.cc checked them against the sizes).
+      const uint64_t skip = scatter ? match.refs[block].rank * head.count * elementBytes : 0;
+      out[block].inputs.push_back(
+          {op.sendRegion->data() + op.sendRange.address + skip, op.sendRegion->device()});
+      const bool lands = scatter ? i == block : receives(op, match.refs[i].rank);
+      if (lands) {
+        out[block].outputs.push_back(
+            {op.recvRegion->data() + op.recvRange.address, op.recvRegion->device()});
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-device::Device* reductionDevice(const Match& match) {
-  if (match.ops.empty()) return nullptr;
+ReductionPlacement reductionPlacement(const Match& match) {
+  if (match.ops.empty()) return {};
   const PendingOp& head = match.ops.front();
-  if (!reduces(head.type) || head.count == 0) return nullptr;
-  device::Device* device = nullptr;
-  auto same = [&](const DeviceRegionPtr& region) {
+  if (!reduces(head.type) || head.count == 0) return {};
+  std::vector<std::pair<device::Device*, int>> devices;  // with the operands each holds
+  auto add = [&](const DeviceRegionPtr& region) {
     if (region == nullptr) return false;
-    if (device == nullptr) device = region->device();
-    return region->device() == device;
+    device::Device* device = region->device();
+    if (!devices.empty() && !sameKind(*devices.front().first, *device)) return false;
+    auto it = std::find_if(devices.begin(), devices.end(),
+                           [device](const auto& seen) { return seen.first == device; });
+    if (it == devices.end()) {
+      devices.emplace_back(device, 1);
+    } else {
+      ++it->second;
+    }
+    return true;
   };
   for (size_t i = 0; i < match.ops.size(); ++i) {
     const PendingOp& op = match.ops[i];
-    if (op.scalarSource != nullptr) return nullptr;  // read from memory when the op runs
-    if (!op.sendRange.used() || !same(op.sendRegion)) return nullptr;
-    if (receives(op, match.refs[i].rank) && (!op.recvRange.used() || !same(op.recvRegion))) {
-      return nullptr;
+    if (op.scalarSource != nullptr) return {};  // read from memory when the op runs
+    if (!op.sendRange.used() || !add(op.sendRegion)) return {};
+    if (receives(op, match.refs[i].rank) && (!op.recvRange.used() || !add(op.recvRegion))) {
+      return {};
     }
   }
-  return device;
+  // The device with the most operands moves the fewest bytes; the first of equals.
+  auto home = std::max_element(devices.begin(), devices.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  ReductionPlacement placement{home->first, devices.size() > 1};
+  if (placement.spansDevices && !placement.home->capabilities().peerCopy) return {};
+  return placement;
 }
 
-Status reduceOnDevice(const Match& match, device::Device* device, DeviceCopier& copier) {
+Status reduceOnDevice(const Match& match, const ReductionPlacement& placement,
+                      DeviceCopier& copier) {
   const PendingOp& head = match.ops.front();
-  const bool scatter = head.type == ipc::OpType::ReduceScatter;
+  device::Device* home = placement.home;
   const uint64_t elementBytes = coll::dtypeSize(head.dtype);
   std::vector<uint64_t> scalars;
   if (head.redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum)) {
     for (const PendingOp& op : match.ops) scalars.push_back(op.buffers.scalar);
   }
-  // Allreduce and reduce: one reduction into every receiving buffer. Reduce-scatter: one per
-  // rank, over that rank's block of every input, into its own buffer.
-  const size_t reductions = scatter ? match.ops.size() : 1;
-  for (size_t block = 0; block < reductions; ++block) {
-    std::vector<const void*> inputs;
-    std::vector<void*> outputs;
-    for (size_t i = 0; i < match.ops.size(); ++i) {
-      const PendingOp& op = match.ops[i];
-      // The ranges hold offsets into the regions (validate.cc checked them against the sizes).
-      const uint64_t skip = scatter ? match.refs[block].rank * head.count * elementBytes : 0;
-      inputs.push_back(op.sendRegion->data() + op.sendRange.address + skip);
-      const bool lands = scatter ? i == block : receives(op, match.refs[i].rank);
-      if (lands) outputs.push_back(op.recvRegion->data() + op.recvRange.address);
+  const std::vector<Reduction> reductions = reductionsOf(match);
+
+  // Operands on other devices pass through the home's scratch a window at a time, so the
+  // scratch stays a few staging chunks however large the message.
+  const uint64_t window =
+      placement.spansDevices
+          ? std::min(head.count, std::max<uint64_t>(1, copier.chunkBytes() / elementBytes))
+          : head.count;
+  const uint64_t slotBytes =
+      (window * elementBytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+  uint8_t* scratch = nullptr;
+  if (placement.spansDevices) {
+    auto away = [home](const Operand& o) { return o.device != home; };
+    size_t slots = 0;
+    for (const Reduction& r : reductions) {
+      slots = std::max<size_t>(slots, std::count_if(r.inputs.begin(), r.inputs.end(), away) +
+                                          std::count_if(r.outputs.begin(), r.outputs.end(), away));
     }
-    device::ReduceWork work;
-    work.dtype = head.dtype;
-    work.redop = head.redop;
-    work.inputs = inputs;
-    work.outputs = outputs;
-    work.scalars = scalars;
-    work.nRanks = inputs.size();
-    work.count = head.count;
-    HC_RETURN_IF_ERROR(copier.reduce(device, work));
+    auto got = copier.scratch(home, slots * slotBytes);
+    if (!got.isOk()) return got.status();
+    scratch = *got;
+  }
+  // A copy that cannot be enqueued ends the op; what was enqueued before it is waited for.
+  auto copy = [&copier, home](void* dst, const void* src, uint64_t bytes, bool toDevice) {
+    Status queued = copier.enqueue(home, dst, src, bytes, toDevice);
+    if (!queued.isOk()) {
+      [[maybe_unused]] Status drained = copier.drain();
+    }
+    return queued;
+  };
+
+  for (const Reduction& reduction : reductions) {
+    for (uint64_t first = 0; first < head.count; first += window) {
+      const uint64_t count = std::min(window, head.count - first);
+      const uint64_t offset = first * elementBytes;
+      const uint64_t bytes = count * elementBytes;
+      uint8_t* slot = scratch;
+      std::vector<const void*> inputs;
+      std::vector<void*> outputs;
+      std::vector<std::pair<uint8_t*, uint8_t*>> results;  // (peer buffer, scratch slot)
+      for (const Operand& in : reduction.inputs) {
+        if (in.device == home) {
+          inputs.push_back(in.at + offset);
+          continue;
+        }
+        HC_RETURN_IF_ERROR(copy(slot, in.at + offset, bytes, /*toDevice=*/true));
+        inputs.push_back(slot);
+        slot += slotBytes;
+      }
+      for (const Operand& out : reduction.outputs) {
+        if (out.device == home) {
+          outputs.push_back(out.at + offset);
+          continue;
+        }
+        results.emplace_back(out.at + offset, slot);
+        outputs.push_back(slot);
+        slot += slotBytes;
+      }
+      HC_RETURN_IF_ERROR(copier.drain());
+      device::ReduceWork work;
+      work.dtype = head.dtype;
+      work.redop = head.redop;
+      work.inputs = inputs;
+      work.outputs = outputs;
+      work.scalars = scalars;
+      work.nRanks = inputs.size();
+      work.count = count;
+      HC_RETURN_IF_ERROR(copier.reduce(home, work));
+      for (auto [peer, from] : results) {
+        HC_RETURN_IF_ERROR(copy(peer, from, bytes, /*toDevice=*/false));
+      }
+      HC_RETURN_IF_ERROR(copier.drain());
+    }
   }
   return okStatus();
 }

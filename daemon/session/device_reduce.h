@@ -1,12 +1,13 @@
-// Local reductions on the device itself: when every operand of an allreduce, reduce or
-// reduce-scatter among this daemon's ranks sits in the memory of one device whose backend has
-// reduction kernels (a CUDA or HIP module, the sim device's stream worker), the device combines
-// them in place, without staging through host memory. Anything else (operands on several
-// devices or vendors, host memory, a buffer-resident PreMulSum scalar, a communicator that spans
-// daemons) takes the host path. Runs on the IPC thread. Depends on hc_device.
+// Local reductions on a device: when every operand of an allreduce, reduce or reduce-scatter
+// among this daemon's ranks sits in the memory of devices of one vendor and backend, one of them
+// (the home: the device holding most operands) combines them with its reduction kernel (a CUDA
+// or HIP module, the sim device's stream worker) without staging through host memory. Operands
+// on the other devices are copied to the home's scratch memory first, and their results back,
+// device to device, window by window (a kernel is not assumed to reach a peer's memory).
+// Anything else (operands of two vendors, host memory among them, a buffer-resident PreMulSum
+// scalar, a communicator that spans daemons) takes the host path. Runs on the IPC thread.
+// Depends on hc_device.
 #pragma once
-
-#include <optional>
 
 #include "common/status.h"
 #include "daemon/session/communicator.h"
@@ -14,13 +15,17 @@
 
 namespace hc::session {
 
-// The one device all of `match`'s operands live on, when the match is a reduction of this
-// daemon's ranks the device could run (see above); null otherwise. The caller checks that the
-// device has reduction kernels (a CUDA module that did not load leaves it without).
-device::Device* reductionDevice(const Match& match);
+struct ReductionPlacement {
+  device::Device* home = nullptr;  // null: the match takes the host path
+  bool spansDevices = false;       // some operands live on other devices than home
+};
 
-// Runs the match's reduction on `device` (reductionDevice's) and waits for it: the op's status.
-[[nodiscard]] Status reduceOnDevice(const Match& match, device::Device* device,
+// Where `match` reduces on a device (see above); home null when it cannot. The caller checks
+// that the home has reduction kernels (a CUDA module that did not load leaves it without).
+ReductionPlacement reductionPlacement(const Match& match);
+
+// Runs the match's reduction at `placement` and waits for it: the op's status.
+[[nodiscard]] Status reduceOnDevice(const Match& match, const ReductionPlacement& placement,
                                     DeviceCopier& copier);
 
 }  // namespace hc::session

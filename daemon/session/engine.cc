@@ -193,12 +193,14 @@ void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
       return runAcrossNodes(comm, net->second, std::move(match));
     }
   }
-  // Device operands that take the host path, and why: on one device without reduction kernels,
-  // or anything else the device cannot reduce by itself (device_reduce.h).
+  // Device operands that take the host path, and why: a home device without reduction kernels,
+  // or anything the devices cannot reduce by themselves (device_reduce.h).
   const char* fallback = "host_reduction";
-  if (device::Device* device = reductionDevice(match)) {
-    if (device->capabilities().reduceKernels) {
-      comm->finishMatch(match, reduceOnDevice(match, device, copier_));
+  const ReductionPlacement placement = reductionPlacement(match);
+  if (placement.home != nullptr) {
+    if (placement.home->capabilities().reduceKernels) {
+      if (options_.metrics != nullptr) options_.metrics->deviceReduction(placement.spansDevices);
+      comm->finishMatch(match, reduceOnDevice(match, placement, copier_));
       return;
     }
     fallback = "no_reduce_kernels";

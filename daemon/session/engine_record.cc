@@ -101,8 +101,8 @@ void Engine::countStaging(const Match& match, const char* reason) {
   });
   if (!device) return;
   // Device memory took the host path. Reasons: transport_host_only (across daemons: this UCX
-  // moves host memory only), host_reduction (operands on several devices or vendors, or host
-  // memory among them), no_reduce_kernels (one device, but its kernels did not load).
+  // moves host memory only), host_reduction (operands of two vendors, host memory among them,
+  // or not a reduction), no_reduce_kernels (the home device's kernels did not load).
   options_.metrics->stagingFallback(reason);
 }
 

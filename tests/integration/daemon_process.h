@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -65,5 +66,15 @@ class DaemonProcess {
   std::string socketPath_;
   std::unique_ptr<ChildProcess> process_;
 };
+
+// The port of a log line "<prefix><port>" ("control listening on 127.0.0.1:"); 0 when no such
+// line appears within 10 s.
+inline int loggedPort(DaemonProcess& d, const std::string& prefix) {
+  if (!d.process().waitForOutput(prefix, std::chrono::seconds(10))) return 0;
+  std::smatch m;
+  const std::string log = d.log();
+  if (!std::regex_search(log, m, std::regex(prefix + "([0-9]+)"))) return 0;
+  return std::stoi(m[1]);
+}
 
 }  // namespace hc::integ

@@ -33,16 +33,6 @@ inline HcctlRun hcctl(const std::vector<std::string>& args, const std::string& d
   return {child->exitCode(), child->output()};
 }
 
-// The port of a log line "<prefix><port>" ("control listening on 127.0.0.1:"); 0 when no such
-// line appears within 10 s.
-inline int loggedPort(DaemonProcess& d, const std::string& prefix) {
-  if (!d.process().waitForOutput(prefix, std::chrono::seconds(10))) return 0;
-  std::smatch m;
-  const std::string log = d.log();
-  if (!std::regex_search(log, m, std::regex(prefix + "([0-9]+)"))) return 0;
-  return std::stoi(m[1]);
-}
-
 // The port of the "<what> listening on 127.0.0.1:<port>" line ("control", "health").
 inline int listenerPort(DaemonProcess& d, const std::string& what) {
   return loggedPort(d, what + " listening on 127.0.0.1:");

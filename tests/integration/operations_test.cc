@@ -8,11 +8,8 @@
 //   - /metrics parses and counts the collectives that ran;
 //   - when daemon 1 dies, daemon 0 dumps the record again and reports the peer down (Peers
 //     health NOT_SERVING, hetero_comm_peer_up 0).
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -23,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/hcctl_run.h"
+#include "tests/integration/metrics_scrape.h"
 #include "tests/integration/multi_daemon.h"
 
 namespace hc::integ {
@@ -46,39 +44,6 @@ std::vector<int> ints(const json& array) {
     for (const json& v : array) out.push_back(v.get<int>());
   }
   return out;
-}
-
-// GET /metrics over a plain socket; "" on failure.
-std::string scrape(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval timeout{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buffer[4096];
-      for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) response.append(buffer, n);
-    }
-  }
-  ::close(fd);
-  const size_t body = response.find("\r\n\r\n");
-  return response.starts_with("HTTP/1.1 200") && body != std::string::npos
-             ? response.substr(body + 4)
-             : "";
-}
-
-// The value of the sample named exactly `series` (name and labels as printed); -1 when absent.
-double sample(const std::string& text, const std::string& series) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
 }
 
 std::vector<std::filesystem::path> dumps(const std::string& dir, const std::string& reason) {
@@ -236,25 +201,25 @@ TEST_F(StuckJobTest, TraceCommsClientsDumpsAndMetricsNameTheRankThatStopped) {
   // /metrics on daemon 0: its two ranks finished allreduces 1-3 and broadcasts 1-2 (int32).
   const int port = loggedPort(cluster_->daemon(0), "metrics listening on http://127.0.0.1:");
   ASSERT_NE(port, 0) << cluster_->daemon(0).logTail();
-  const std::string metrics = scrape(port);
+  const std::string metrics = scrapeMetrics(port);
   ASSERT_FALSE(metrics.empty());
-  EXPECT_EQ(sample(metrics, "hetero_comm_collectives_total{op=\"allreduce\",dtype=\"int32\","
+  EXPECT_EQ(metricSample(metrics, "hetero_comm_collectives_total{op=\"allreduce\",dtype=\"int32\","
                             "status=\"ok\"}"),
             6)
       << metrics;
-  EXPECT_EQ(sample(metrics, "hetero_comm_collectives_total{op=\"broadcast\",dtype=\"int32\","
+  EXPECT_EQ(metricSample(metrics, "hetero_comm_collectives_total{op=\"broadcast\",dtype=\"int32\","
                             "status=\"ok\"}"),
             4)
       << metrics;
-  EXPECT_EQ(sample(metrics, "hetero_comm_clients"), 2) << metrics;
-  EXPECT_GT(sample(metrics, "hetero_comm_bytes_total{direction=\"sent\",transport=\"ucx\"}"), 0)
+  EXPECT_EQ(metricSample(metrics, "hetero_comm_clients"), 2) << metrics;
+  EXPECT_GT(metricSample(metrics, "hetero_comm_bytes_total{direction=\"sent\",transport=\"ucx\"}"), 0)
       << metrics;
   EXPECT_NE(metrics.find("hetero_comm_build_info{"), std::string::npos);
 
   const std::string peerOne = comm["node_addresses"][1];
-  EXPECT_EQ(sample(metrics, "hetero_comm_peer_up{peer=\"" + peerOne + "\"}"), 1) << metrics;
+  EXPECT_EQ(metricSample(metrics, "hetero_comm_peer_up{peer=\"" + peerOne + "\"}"), 1) << metrics;
   const std::string self = comm["node_addresses"][0];
-  EXPECT_EQ(sample(metrics, "hetero_comm_peer_up{peer=\"" + self + "\"}"), -1)
+  EXPECT_EQ(metricSample(metrics, "hetero_comm_peer_up{peer=\"" + self + "\"}"), -1)
       << "a daemon is not its own peer\n" << metrics;
   HcctlRun peers = hcctl({"--socket", admin(0), "health", "--service", "hetero_comm.v1.Peers"}, dir_);
   EXPECT_EQ(peers.exitCode, 0) << peers.output;
@@ -271,7 +236,7 @@ TEST_F(StuckJobTest, TraceCommsClientsDumpsAndMetricsNameTheRankThatStopped) {
                     .exitCode;
   }
   EXPECT_EQ(peersExit, 4) << cluster_->logTails();
-  EXPECT_EQ(sample(scrape(port), "hetero_comm_peer_up{peer=\"" + peerOne + "\"}"), 0);
+  EXPECT_EQ(metricSample(scrapeMetrics(port), "hetero_comm_peer_up{peer=\"" + peerOne + "\"}"), 0);
   EXPECT_EQ(hcctl({"--socket", admin(0), "health"}, dir_).exitCode, 0) << "the daemon itself serves";
 }
 

@@ -59,6 +59,8 @@ struct DriverEntry<R (*)(Args...)> {
   X(memRelease, "cuMemRelease", cuMemRelease, 10020)                                             \
   X(memHostAlloc, "cuMemHostAlloc", cuMemHostAlloc, 2020)                                        \
   X(memFreeHost, "cuMemFreeHost", cuMemFreeHost, 2000)                                           \
+  X(memAlloc, "cuMemAlloc", cuMemAlloc_v2, 3020)                                                 \
+  X(memFree, "cuMemFree", cuMemFree_v2, 3020)                                                    \
   X(streamCreate, "cuStreamCreate", cuStreamCreate, 2000)                                        \
   X(streamDestroy, "cuStreamDestroy", cuStreamDestroy_v2, 4000)                                  \
   X(streamSynchronize, "cuStreamSynchronize", cuStreamSynchronize, 2000)                         \

@@ -43,6 +43,9 @@ CudaDevice::CudaDevice(std::shared_ptr<CudaDriver> driver, int ordinal)
   caps_.reduceKernels = false;  // until loadKernels() succeeds
   caps_.streamOrdering = true;
   caps_.pinnedStaging = true;
+  // cuMemcpyAsync infers each side's device from the address (unified addressing, which every
+  // 64-bit Linux context has), so one copy reaches another GPU's memory.
+  caps_.peerCopy = true;
   // GPU memory goes to a transport only through GPUDirect RDMA, which nothing probes yet; pinned
   // staging memory is ordinary host memory to a transport.
   caps_.transportMemory = {};
@@ -130,6 +133,9 @@ CudaDevice::~CudaDevice() {
         if (!unmapped.isOk()) spdlog::warn("CUDA GPU {}: {}", ordinal_, unmapped.message());
       }
       for (auto& [ptr, bytes] : pinned_) warnIf(d.memFreeHost(ptr), d.memFreeHost.name);
+      for (auto& [ptr, bytes] : allocations_) {
+        warnIf(d.memFree(reinterpret_cast<CUdeviceptr>(ptr)), d.memFree.name);
+      }
       if (module_ != nullptr) warnIf(d.moduleUnload(module_), d.moduleUnload.name);
     }
   }
@@ -159,6 +165,31 @@ Status CudaDevice::freePinned(void* ptr) {
   ScopedContext scope(d, context_);
   HC_RETURN_IF_ERROR(scope.status());
   HC_CUDA_TRY(d, memFreeHost, ptr);
+  return okStatus();
+}
+
+Result<void*> CudaDevice::allocDevice(size_t bytes) {
+  if (bytes == 0) return invalidArgument("allocDevice of 0 bytes");
+  const CudaDriver& d = *driver_;
+  ScopedContext scope(d, context_);
+  HC_RETURN_IF_ERROR(scope.status());
+  CUdeviceptr ptr = 0;
+  HC_CUDA_TRY(d, memAlloc, &ptr, bytes);  // 256-byte aligned
+  void* p = reinterpret_cast<void*>(ptr);
+  std::lock_guard<std::mutex> lock(mutex_);
+  allocations_.emplace(p, bytes);
+  return p;
+}
+
+Status CudaDevice::freeDevice(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (allocations_.erase(ptr) == 0) return notFound("freeDevice: not a device allocation");
+  }
+  const CudaDriver& d = *driver_;
+  ScopedContext scope(d, context_);
+  HC_RETURN_IF_ERROR(scope.status());
+  HC_CUDA_TRY(d, memFree, reinterpret_cast<CUdeviceptr>(ptr));
   return okStatus();
 }
 

@@ -87,6 +87,8 @@ class CudaDevice final : public Device {
   Status releaseBuffer(ImportedBuffer& buffer) override;
   Result<void*> allocPinned(size_t bytes) override;
   Status freePinned(void* ptr) override;
+  Result<void*> allocDevice(size_t bytes) override;
+  Status freeDevice(void* ptr) override;
   Result<StreamId> createStream() override;
   Status destroyStream(StreamId stream) override;
   Status copyAsync(StreamId stream, void* dst, const void* src, size_t bytes) override;
@@ -135,6 +137,7 @@ class CudaDevice final : public Device {
   std::vector<CUevent_st*> idleEvents_;                 // guarded by mutex_; for reuse
   std::unordered_map<uint64_t, Import> imports_;        // guarded by mutex_; by ImportedBuffer::id
   std::unordered_map<void*, size_t> pinned_;            // guarded by mutex_; pointer -> bytes
+  std::unordered_map<void*, size_t> allocations_;       // guarded by mutex_; allocDevice()'s
   StreamId nextStream_ = 1;                             // guarded by mutex_
   EventId nextEvent_ = 1;                               // guarded by mutex_
   uint64_t nextImport_ = 1;                             // guarded by mutex_

@@ -38,6 +38,8 @@ void forEachEntryPoint(HipApi& api, Visit&& visit) {
   visit("hipMemGetAddressRange", api.hipMemGetAddressRange);
   visit("hipHostMalloc", api.hipHostMalloc);
   visit("hipHostFree", api.hipHostFree);
+  visit("hipMalloc", api.hipMalloc);
+  visit("hipFree", api.hipFree);
   visit("hipStreamCreateWithFlags", api.hipStreamCreateWithFlags);
   visit("hipStreamDestroy", api.hipStreamDestroy);
   visit("hipStreamSynchronize", api.hipStreamSynchronize);

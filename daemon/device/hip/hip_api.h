@@ -53,6 +53,9 @@ struct HipApi {
   decltype(static_cast<hipError_t (*)(void**, size_t, unsigned int)>(
       &::hipHostMalloc)) hipHostMalloc = nullptr;
   decltype(&::hipHostFree) hipHostFree = nullptr;
+  // The daemon's own device memory (scratch of reductions across GPUs); again the C entry point.
+  decltype(static_cast<hipError_t (*)(void**, size_t)>(&::hipMalloc)) hipMalloc = nullptr;
+  decltype(&::hipFree) hipFree = nullptr;
   // Streams, copies and events.
   decltype(&::hipStreamCreateWithFlags) hipStreamCreateWithFlags = nullptr;
   decltype(&::hipStreamDestroy) hipStreamDestroy = nullptr;

@@ -42,6 +42,9 @@ HipDevice::HipDevice(std::shared_ptr<const HipApi> api, int ordinal)
   caps_.reduceKernels = false;  // until loadKernels() succeeds
   caps_.streamOrdering = true;
   caps_.pinnedStaging = true;
+  // hipMemcpyDefault infers each side's device from the address (unified addressing), so one
+  // copy reaches another GPU's memory.
+  caps_.peerCopy = true;
   // GPU memory goes to a transport only through GPUDirect RDMA (ROCm peer memory), which nothing
   // probes yet; pinned staging memory is ordinary host memory to a transport.
   caps_.transportMemory = {};
@@ -111,6 +114,7 @@ HipDevice::~HipDevice() {
     if (!unmapped.isOk()) spdlog::warn("HIP GPU {}: {}", ordinal_, unmapped.message());
   }
   for (auto& [ptr, bytes] : pinned_) warnIf(hip.hipHostFree(ptr), "hipHostFree");
+  for (auto& [ptr, bytes] : allocations_) warnIf(hip.hipFree(ptr), "hipFree");
   if (module_ != nullptr) warnIf(hip.hipModuleUnload(module_), "hipModuleUnload");
 }
 
@@ -133,6 +137,26 @@ Status HipDevice::freePinned(void* ptr) {
   }
   HC_RETURN_IF_ERROR(makeCurrent());
   HC_HIP_TRY(*api_, hipHostFree, ptr);
+  return okStatus();
+}
+
+Result<void*> HipDevice::allocDevice(size_t bytes) {
+  if (bytes == 0) return invalidArgument("allocDevice of 0 bytes");
+  HC_RETURN_IF_ERROR(makeCurrent());
+  void* ptr = nullptr;
+  HC_HIP_TRY(*api_, hipMalloc, &ptr, bytes);  // 256-byte aligned
+  std::lock_guard<std::mutex> lock(mutex_);
+  allocations_.emplace(ptr, bytes);
+  return ptr;
+}
+
+Status HipDevice::freeDevice(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (allocations_.erase(ptr) == 0) return notFound("freeDevice: not a device allocation");
+  }
+  HC_RETURN_IF_ERROR(makeCurrent());
+  HC_HIP_TRY(*api_, hipFree, ptr);
   return okStatus();
 }
 

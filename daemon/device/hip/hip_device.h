@@ -89,6 +89,8 @@ class HipDevice final : public Device {
   Status releaseBuffer(ImportedBuffer& buffer) override;
   Result<void*> allocPinned(size_t bytes) override;
   Status freePinned(void* ptr) override;
+  Result<void*> allocDevice(size_t bytes) override;
+  Status freeDevice(void* ptr) override;
   Result<StreamId> createStream() override;
   Status destroyStream(StreamId stream) override;
   Status copyAsync(StreamId stream, void* dst, const void* src, size_t bytes) override;
@@ -145,14 +147,15 @@ class HipDevice final : public Device {
   HipMemoryUse memoryUse_;
 
   std::mutex mutex_;
-  std::unordered_map<StreamId, Stream> streams_;  // guarded by mutex_
-  std::unordered_map<EventId, Event> events_;     // guarded by mutex_
-  std::vector<ihipEvent_t*> idleEvents_;          // guarded by mutex_; for reuse
-  std::unordered_map<uint64_t, Import> imports_;  // guarded by mutex_; by ImportedBuffer::id
-  std::unordered_map<void*, size_t> pinned_;      // guarded by mutex_; pointer -> bytes
-  StreamId nextStream_ = 1;                       // guarded by mutex_
-  EventId nextEvent_ = 1;                         // guarded by mutex_
-  uint64_t nextImport_ = 1;                       // guarded by mutex_
+  std::unordered_map<StreamId, Stream> streams_;   // guarded by mutex_
+  std::unordered_map<EventId, Event> events_;      // guarded by mutex_
+  std::vector<ihipEvent_t*> idleEvents_;           // guarded by mutex_; for reuse
+  std::unordered_map<uint64_t, Import> imports_;   // guarded by mutex_; by ImportedBuffer::id
+  std::unordered_map<void*, size_t> pinned_;       // guarded by mutex_; pointer -> bytes
+  std::unordered_map<void*, size_t> allocations_;  // guarded by mutex_; allocDevice()'s
+  StreamId nextStream_ = 1;                        // guarded by mutex_
+  EventId nextEvent_ = 1;                          // guarded by mutex_
+  uint64_t nextImport_ = 1;                        // guarded by mutex_
 };
 
 }  // namespace hc::device

@@ -129,6 +129,12 @@ Status HostDevice::freePinned(void* ptr) {
   return okStatus();
 }
 
+Result<void*> HostDevice::allocDevice(size_t) {
+  return unavailable("the host has no device memory: use allocPinned");
+}
+
+Status HostDevice::freeDevice(void*) { return notFound("freeDevice: the host allocates none"); }
+
 Result<StreamId> HostDevice::createStream() {
   std::lock_guard<std::mutex> lock(mutex_);
   StreamId id = nextStream_++;

@@ -47,6 +47,8 @@ class HostDevice final : public Device {
   Status releaseBuffer(ImportedBuffer& buffer) override;
   Result<void*> allocPinned(size_t bytes) override;
   Status freePinned(void* ptr) override;
+  Result<void*> allocDevice(size_t bytes) override;
+  Status freeDevice(void* ptr) override;
   Result<StreamId> createStream() override;
   Status destroyStream(StreamId stream) override;
   Status copyAsync(StreamId stream, void* dst, const void* src, size_t bytes) override;

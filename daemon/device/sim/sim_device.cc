@@ -40,6 +40,7 @@ SimDevice::SimDevice(Vendor vendor, int index, simdev::StreamTiming timing, SimF
   caps_.reduceKernels = static_cast<bool>(kernel_);
   caps_.streamOrdering = true;
   caps_.pinnedStaging = false;
+  caps_.peerCopy = true;
   // Empty: the transport cannot read sim memory, so the data path stages through host memory
   // (as with a UCX built without GPU memory types).
   caps_.transportMemory = {};
@@ -50,8 +51,14 @@ SimDevice::~SimDevice() {
   // pinned memory. Each SimStream's destructor aborts its waits and finishes what is queued.
   events_.clear();
   streams_.clear();
+  SimAddressSpace& space = SimAddressSpace::instance();
+  for (auto& [id, allocation] : imports_) space.remove(allocation->data());
   imports_.clear();
   for (auto& [ptr, bytes] : pinned_) std::free(ptr);
+  for (auto& [ptr, bytes] : allocations_) {
+    space.remove(ptr);
+    std::free(ptr);
+  }
 }
 
 Result<ImportedBuffer> SimDevice::importBuffer(const BufferHandle& handle) {
@@ -73,6 +80,7 @@ Result<ImportedBuffer> SimDevice::importBuffer(const BufferHandle& handle) {
   buffer.size = allocation->bytes();
   buffer.id = nextImport_++;
   ranges_.add(buffer.ptr, buffer.size, "sim import " + std::to_string(buffer.id));
+  SimAddressSpace::instance().add(buffer.ptr, buffer.size, owner());
   imports_.emplace(buffer.id, std::move(allocation));
   return buffer;
 }
@@ -88,6 +96,7 @@ Status SimDevice::releaseBuffer(ImportedBuffer& buffer) {
     allocation = std::move(it->second);
     imports_.erase(it);
     ranges_.remove(buffer.ptr);
+    SimAddressSpace::instance().remove(buffer.ptr);
   }
   buffer = ImportedBuffer{};
   return okStatus();  // `allocation` unmaps here, outside the lock
@@ -115,6 +124,33 @@ Status SimDevice::freePinned(void* ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (pinned_.erase(ptr) == 0) return notFound("freePinned: not a pinned allocation");
     ranges_.remove(ptr);
+  }
+  std::free(ptr);
+  return okStatus();
+}
+
+Result<void*> SimDevice::allocDevice(size_t bytes) {
+  if (bytes == 0) return invalidArgument("allocDevice of 0 bytes");
+  size_t rounded = (bytes + kPinnedAlignment - 1) / kPinnedAlignment * kPinnedAlignment;
+  if (rounded < bytes) return invalidArgument("allocDevice size overflows");
+  void* ptr = std::aligned_alloc(kPinnedAlignment, rounded);
+  if (ptr == nullptr) {
+    return Status(Code::NoResource, name_ + ": no memory for " + std::to_string(bytes) + " B");
+  }
+  std::memset(ptr, 0, rounded);  // first touch off the data path, as for pinned memory
+  std::lock_guard<std::mutex> lock(mutex_);
+  allocations_.emplace(ptr, rounded);
+  ranges_.add(ptr, rounded, "a device allocation");
+  SimAddressSpace::instance().add(ptr, rounded, owner());
+  return ptr;
+}
+
+Status SimDevice::freeDevice(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (allocations_.erase(ptr) == 0) return notFound("freeDevice: not a device allocation");
+    ranges_.remove(ptr);
+    SimAddressSpace::instance().remove(ptr);
   }
   std::free(ptr);
   return okStatus();

@@ -17,6 +17,7 @@
 #include "daemon/device/device.h"
 #include "daemon/device/host/host_device.h"
 #include "daemon/device/sim/device_ranges.h"
+#include "daemon/device/sim/sim_address_space.h"
 
 namespace hc::device {
 
@@ -41,8 +42,12 @@ struct SimFaults {
 // The data path cannot hand sim memory to the transport (capabilities().transportMemory is
 // empty): like a GPU without GPUDirect, its bytes reach the network by staging through host
 // memory. Copies may name any memory of this process (imports, pinned, ordinary host memory, as
-// CUDA's unified addressing allows); a range that starts in an import or a pinned allocation must
-// end inside it (InvalidArgument), which catches what a GPU would report as an illegal address.
+// CUDA's unified addressing allows), including the memory of another sim device of the same
+// vendor (capabilities().peerCopy), but not of another vendor's (InvalidArgument): no runtime
+// copies between an NVIDIA and an AMD GPU. Kernels (reduceAsync) must not touch another sim
+// device's memory (InvalidArgument), as a GPU kernel without peer access cannot. A range that
+// starts in an import, a device allocation or a pinned allocation must end inside it
+// (InvalidArgument), which catches what a GPU would report as an illegal address.
 //
 // Thread-safe: bookkeeping is under one mutex, never held while data moves; the work itself runs
 // on each stream's worker.
@@ -73,6 +78,8 @@ class SimDevice final : public Device {
   Status releaseBuffer(ImportedBuffer& buffer) override;
   Result<void*> allocPinned(size_t bytes) override;
   Status freePinned(void* ptr) override;
+  Result<void*> allocDevice(size_t bytes) override;
+  Status freeDevice(void* ptr) override;
   Result<StreamId> createStream() override;
   Status destroyStream(StreamId stream) override;
   Status copyAsync(StreamId stream, void* dst, const void* src, size_t bytes) override;
@@ -98,6 +105,10 @@ class SimDevice final : public Device {
   // The stream's sticky error as the DeviceError this interface reports.
   Status deviceError(StreamId stream, const Status& error) const;
   Status checkReduceBounds(const ReduceWork& work) const;  // caller holds mutex_
+  // InvalidArgument when `ptr` lies in another sim device's memory that this device cannot
+  // reach: any other device's for a kernel, another vendor's for a copy.
+  Status checkReach(const void* ptr, const char* what, bool kernel) const;
+  SimOwner owner() const { return SimOwner{this, info_.vendor, name_}; }
 
   const ReduceKernel kernel_;
   const SimFaults faults_;
@@ -112,11 +123,12 @@ class SimDevice final : public Device {
   std::unordered_map<EventId, Event> events_;        // guarded by mutex_
   // By ImportedBuffer::id; unique_ptr so that the mapping's address never moves.
   std::unordered_map<uint64_t, std::unique_ptr<simdev::SimAllocation>> imports_;  // mutex_
-  std::unordered_map<void*, size_t> pinned_;  // guarded by mutex_; pointer -> bytes
-  DeviceRanges ranges_;                       // guarded by mutex_; imports and pinned memory
-  StreamId nextStream_ = 1;                   // guarded by mutex_
-  EventId nextEvent_ = 1;                     // guarded by mutex_
-  uint64_t nextImport_ = 1;                   // guarded by mutex_
+  std::unordered_map<void*, size_t> pinned_;       // guarded by mutex_; pointer -> bytes
+  std::unordered_map<void*, size_t> allocations_;  // guarded by mutex_; allocDevice()'s
+  DeviceRanges ranges_;      // guarded by mutex_; imports, device and pinned allocations
+  StreamId nextStream_ = 1;  // guarded by mutex_
+  EventId nextEvent_ = 1;    // guarded by mutex_
+  uint64_t nextImport_ = 1;  // guarded by mutex_
 };
 
 }  // namespace hc::device

@@ -1,6 +1,8 @@
 // SimDevice's work: copies and reductions, checked at enqueue and run on the stream's worker.
 #include <cstring>
 #include <iterator>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -65,6 +67,8 @@ Status SimDevice::copyAsync(StreamId stream, void* dst, const void* src, size_t 
   if (bytes == 0 || dst == src) return okStatus();
   if (dst == nullptr || src == nullptr) return invalidArgument("copyAsync with a null buffer");
   if (overlaps(dst, src, bytes)) return invalidArgument("copyAsync ranges partially overlap");
+  HC_RETURN_IF_ERROR(checkReach(src, "copy source", /*kernel=*/false));
+  HC_RETURN_IF_ERROR(checkReach(dst, "copy destination", /*kernel=*/false));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     HC_RETURN_IF_ERROR(ranges_.check(src, bytes, "copy source"));
@@ -84,6 +88,23 @@ Status SimDevice::copyAsync(StreamId stream, void* dst, const void* src, size_t 
         return okStatus();
       },
       bytes);
+  return okStatus();
+}
+
+Status SimDevice::checkReach(const void* ptr, const char* what, bool kernel) const {
+  std::optional<SimOwner> owner = SimAddressSpace::instance().ownerOf(ptr);
+  if (!owner || owner->device == this) return okStatus();
+  if (kernel) {
+    return invalidArgument(std::string(what) + " lies in the memory of " + owner->name +
+                           ": a kernel on " + name_ +
+                           " reaches its own device's memory only (copy it over first)");
+  }
+  if (owner->vendor != info_.vendor) {
+    return invalidArgument(std::string(what) + " lies in the memory of " + owner->name +
+                           ", which " + name_ +
+                           " cannot reach: no runtime copies between GPUs "
+                           "of two vendors (stage through host memory)");
+  }
   return okStatus();
 }
 
@@ -116,6 +137,8 @@ Status SimDevice::reduceAsync(StreamId stream, const ReduceWork& work) {
   for (void* out : work.outputs) {
     if (out == nullptr) return invalidArgument("reduceAsync: null output");
   }
+  for (const void* in : work.inputs) HC_RETURN_IF_ERROR(checkReach(in, "reduce input", true));
+  for (void* out : work.outputs) HC_RETURN_IF_ERROR(checkReach(out, "reduce output", true));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     HC_RETURN_IF_ERROR(checkReduceBounds(work));

@@ -23,6 +23,8 @@ class DescribedDevice final : public device::Device {
   Status releaseBuffer(device::ImportedBuffer&) override { return unused(); }
   Result<void*> allocPinned(size_t) override { return unused(); }
   Status freePinned(void*) override { return unused(); }
+  Result<void*> allocDevice(size_t) override { return unused(); }
+  Status freeDevice(void*) override { return unused(); }
   Result<device::StreamId> createStream() override { return unused(); }
   Status destroyStream(device::StreamId) override { return unused(); }
   Status copyAsync(device::StreamId, void*, const void*, size_t) override { return unused(); }

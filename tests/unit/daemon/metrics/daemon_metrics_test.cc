@@ -49,7 +49,8 @@ TEST(DaemonMetricsTest, EveryFamilyIsAnnouncedBeforeAnyEvent) {
       {"hetero_comm_bytes_total", "counter"},
       {"hetero_comm_peer_up", "gauge"},
       {"hetero_comm_clients", "gauge"},
-      {"hetero_comm_staging_fallback_total", "counter"}};
+      {"hetero_comm_staging_fallback_total", "counter"},
+      {"hetero_comm_device_reductions_total", "counter"}};
   ASSERT_EQ(parsed.families.size(), expected.size());
   for (const auto& [name, type] : expected) {
     const testing::ParsedFamily* family = parsed.family(name);
@@ -170,6 +171,9 @@ TEST(DaemonMetricsTest, PeerUpClientsAndStagingFallbacks) {
   metrics.stagingFallback("module_load_failed");
   metrics.stagingFallback("module_load_failed");
   metrics.stagingFallback("no_gpudirect");
+  metrics.deviceReduction(false);
+  metrics.deviceReduction(true);
+  metrics.deviceReduction(true);
   const Exposition parsed = parse(metrics);
   EXPECT_EQ(parsed.value("hetero_comm_peer_up", {{"peer", "10.0.0.2:9411"}}), 1);
   EXPECT_EQ(parsed.value("hetero_comm_peer_up", {{"peer", "10.0.0.3:9411"}}), 0);
@@ -177,6 +181,8 @@ TEST(DaemonMetricsTest, PeerUpClientsAndStagingFallbacks) {
   EXPECT_EQ(parsed.value("hetero_comm_staging_fallback_total", {{"reason", "module_load_failed"}}),
             2);
   EXPECT_EQ(parsed.value("hetero_comm_staging_fallback_total", {{"reason", "no_gpudirect"}}), 1);
+  EXPECT_EQ(parsed.value("hetero_comm_device_reductions_total", {{"devices", "one"}}), 1);
+  EXPECT_EQ(parsed.value("hetero_comm_device_reductions_total", {{"devices", "several"}}), 2);
   metrics.setClients(0);
   EXPECT_EQ(parse(metrics).value("hetero_comm_clients"), 0);
 }

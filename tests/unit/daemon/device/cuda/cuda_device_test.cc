@@ -168,10 +168,35 @@ TEST_F(CudaDeviceTest, CopiesBetweenPinnedAndImportedMemoryInStreamOrder) {
   EXPECT_TRUE(device_->releaseBuffer(buffer).isOk());
 }
 
+// Scratch for reductions across GPUs: cuMemAlloc under the device's context, freed once, and a
+// copy from it reaches any memory (unified addressing: peerCopy).
+TEST_F(CudaDeviceTest, DeviceMemoryIsAllocatedInItsContextAndFreedOnce) {
+  EXPECT_TRUE(device_->capabilities().peerCopy);
+  EXPECT_EQ(device_->allocDevice(0).status().code(), Code::InvalidArgument);
+  const int before = fake_.liveObjects();
+  Result<void*> memory = device_->allocDevice(1000);
+  ASSERT_TRUE(memory.isOk()) << memory.status().toString();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(*memory) % 256, 0u);
+  EXPECT_EQ(fake_.liveObjects(), before + 1);
+  Result<StreamId> stream = device_->createStream();
+  ASSERT_TRUE(stream.isOk());
+  std::vector<uint8_t> in(1000, 0x5a), out(1000, 0);
+  ASSERT_TRUE(device_->copyAsync(*stream, *memory, in.data(), in.size()).isOk());
+  ASSERT_TRUE(device_->copyAsync(*stream, out.data(), *memory, out.size()).isOk());
+  ASSERT_TRUE(device_->synchronize(*stream).isOk());
+  EXPECT_EQ(out, in);
+  EXPECT_TRUE(device_->destroyStream(*stream).isOk());
+  EXPECT_TRUE(device_->freeDevice(*memory).isOk());
+  EXPECT_EQ(fake_.liveObjects(), before);
+  EXPECT_EQ(device_->freeDevice(*memory).code(), Code::NotFound);
+  EXPECT_EQ(device_->freeDevice(in.data()).code(), Code::NotFound);
+}
+
 TEST_F(CudaDeviceTest, DestructionReclaimsWhatCallersLeftBehind) {
   std::vector<uint8_t> allocation(256);
   ASSERT_TRUE(device_->importBuffer(legacyHandle(allocation.data(), 256, 256)).isOk());
   ASSERT_TRUE(device_->allocPinned(4096).isOk());
+  ASSERT_TRUE(device_->allocDevice(4096).isOk());
   Result<StreamId> stream = device_->createStream();
   ASSERT_TRUE(stream.isOk());
   ASSERT_TRUE(device_->recordEvent(*stream).isOk());

@@ -49,7 +49,8 @@ int hcFakeCudaLiveObjects() {
   int retains = 0;
   for (const Gpu& gpu : s.gpus) retains += gpu.context.retains;
   return static_cast<int>(s.ipcOpen.size() + s.vmm.size() + s.reserved.size() + s.pinned.size() +
-                          s.streams.size() + s.events.size() + s.modules.size()) +
+                          s.deviceMemory.size() + s.streams.size() + s.events.size() +
+                          s.modules.size()) +
          retains;
 }
 int hcFakeCudaOpenIpcHandles() {
@@ -379,6 +380,26 @@ CUresult cuMemFreeHost(void* ptr) {
   std::lock_guard<std::mutex> lock(state().mutex);
   if (state().pinned.erase(ptr) == 0) return CUDA_ERROR_INVALID_VALUE;
   std::free(ptr);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t bytes) {
+  if (!hasContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().deviceMemory.insert(p);
+  *ptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  if (!hasContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  void* p = reinterpret_cast<void*>(ptr);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().deviceMemory.erase(p) == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::free(p);
   return CUDA_SUCCESS;
 }
 

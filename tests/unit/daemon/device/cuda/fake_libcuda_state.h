@@ -76,6 +76,7 @@ struct State {
   CUmemGenericAllocationHandle nextVmm = 1;
   std::map<CUdeviceptr, size_t> reserved;  // address -> bytes
   std::set<void*> pinned;
+  std::set<void*> deviceMemory;  // cuMemAlloc's (host memory: the fake's kernels run on the host)
   std::set<CUstream> streams;
   std::set<CUevent> events;
   std::map<CUmodule, int> modules;  // -> ordinal of the GPU it was loaded on
@@ -128,6 +129,8 @@ inline constexpr Versioned kVersioned[] = {
     {"cuMemGetInfo", 3020, "cuMemGetInfo_v2"},
     {"cuIpcOpenMemHandle", 11000, "cuIpcOpenMemHandle_v2"},
     {"cuMemGetAddressRange", 3020, "cuMemGetAddressRange_v2"},
+    {"cuMemAlloc", 3020, "cuMemAlloc_v2"},
+    {"cuMemFree", 3020, "cuMemFree_v2"},
     {"cuStreamDestroy", 4000, "cuStreamDestroy_v2"},
     {"cuEventDestroy", 4000, "cuEventDestroy_v2"},
     {"cuMemHostRegister", 6050, "cuMemHostRegister_v2"},

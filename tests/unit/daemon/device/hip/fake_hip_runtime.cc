@@ -150,6 +150,10 @@ hipError_t hostFree(void* ptr) {
   return hipSuccess;
 }
 
+// Device memory is host memory here, as the fake's copies and kernels run on the host.
+hipError_t deviceMalloc(void** ptr, size_t bytes) { return hostMalloc(ptr, bytes, 0); }
+hipError_t deviceFree(void* ptr) { return hostFree(ptr); }
+
 hipError_t streamCreate(hipStream_t* stream, unsigned flags) {
   g_state->streamFlags.push_back(flags);
   *stream = newHandle<hipStream_t>();
@@ -233,6 +237,8 @@ FakeHipRuntime::FakeHipRuntime(int abiMajor)
   api.hipMemGetAddressRange = addressRange;
   api.hipHostMalloc = hostMalloc;
   api.hipHostFree = hostFree;
+  api.hipMalloc = deviceMalloc;
+  api.hipFree = deviceFree;
   api.hipStreamCreateWithFlags = streamCreate;
   api.hipStreamDestroy = streamDestroy;
   api.hipStreamSynchronize = streamSynchronize;

@@ -274,6 +274,23 @@ TEST_F(HipDeviceTest, CopiesRejectPartialOverlap) {
   EXPECT_EQ(runtime_.state().copies, 0);
 }
 
+TEST_F(HipDeviceTest, DeviceMemoryRoundTripsAndIsFreedOnce) {
+  auto device = open(kSomeImage);
+  ASSERT_NE(device, nullptr);
+  EXPECT_TRUE(device->capabilities().peerCopy);
+  EXPECT_EQ(device->allocDevice(0).status().code(), Code::InvalidArgument);
+  Result<void*> memory = device->allocDevice(1000);
+  ASSERT_TRUE(memory.isOk()) << memory.status().toString();
+  StreamId stream = device->createStream().value();
+  std::vector<uint8_t> in(1000, 0xa5), out(1000, 0);
+  ASSERT_TRUE(device->copyAsync(stream, *memory, in.data(), in.size()).isOk());
+  ASSERT_TRUE(device->copyAsync(stream, out.data(), *memory, out.size()).isOk());
+  ASSERT_TRUE(device->synchronize(stream).isOk());
+  EXPECT_EQ(out, in);
+  EXPECT_TRUE(device->freeDevice(*memory).isOk());
+  EXPECT_EQ(device->freeDevice(*memory).code(), Code::NotFound);
+}
+
 class HipReduceTest : public HipDeviceTest {
  protected:
   void SetUp() override {
