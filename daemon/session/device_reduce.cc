@@ -99,90 +99,160 @@ ReductionPlacement reductionPlacement(const Match& match) {
   return placement;
 }
 
+namespace {
+
+uint64_t slotSize(uint64_t bytes) {
+  return (bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+}
+
+// The dtype, operator and scalars every reduction of one match shares.
+struct Kernel {
+  uint8_t dtype = 0;
+  uint8_t redop = 0;
+  std::vector<uint64_t> scalars;  // PreMulSum: one per op, in op order
+};
+
+Kernel kernelOf(const std::vector<PendingOp>& ops, bool avgAsSum) {
+  const PendingOp& head = ops.front();
+  Kernel k{head.dtype, head.redop, {}};
+  if (avgAsSum && k.redop == static_cast<uint8_t>(ipc::RedOp::Avg)) {
+    k.redop = static_cast<uint8_t>(ipc::RedOp::Sum);
+  }
+  if (k.redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum)) {
+    for (const PendingOp& op : ops) k.scalars.push_back(op.buffers.scalar);
+  }
+  return k;
+}
+
+// Scratch slots for the operands of `reductions` that live on other devices than home.
+size_t awaySlots(const std::vector<Reduction>& reductions, device::Device* home) {
+  auto away = [home](const Operand& o) { return o.device != home; };
+  size_t slots = 0;
+  for (const Reduction& r : reductions) {
+    slots = std::max<size_t>(slots, std::count_if(r.inputs.begin(), r.inputs.end(), away) +
+                                        std::count_if(r.outputs.begin(), r.outputs.end(), away));
+  }
+  return slots;
+}
+
+// A copy on home's lanes; one that cannot be enqueued ends the work, after what was enqueued
+// before it has been waited for.
+Status copyOnHome(DeviceCopier& copier, device::Device* home, void* dst, const void* src,
+                  uint64_t bytes, bool toDevice) {
+  Status queued = copier.enqueue(home, dst, src, bytes, toDevice);
+  if (!queued.isOk()) {
+    [[maybe_unused]] Status drained = copier.drain();
+  }
+  return queued;
+}
+
+// One reduction of `count` elements at each operand's address plus `offset` bytes, on home.
+// Operands on other devices pass through home's scratch `slots` (slotBytes apart): inputs are
+// copied in before the kernel, outputs copied back after it. Waits for all of it.
+Status reduceWindow(const Reduction& reduction, uint64_t offset, uint64_t count,
+                    const Kernel& kernel, device::Device* home, DeviceCopier& copier,
+                    uint8_t* slots, uint64_t slotBytes) {
+  const uint64_t bytes = count * coll::dtypeSize(kernel.dtype);
+  uint8_t* slot = slots;
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+  std::vector<std::pair<uint8_t*, uint8_t*>> results;  // (buffer on another device, slot)
+  for (const Operand& in : reduction.inputs) {
+    if (in.device == home) {
+      inputs.push_back(in.at + offset);
+      continue;
+    }
+    HC_RETURN_IF_ERROR(copyOnHome(copier, home, slot, in.at + offset, bytes, true));
+    inputs.push_back(slot);
+    slot += slotBytes;
+  }
+  for (const Operand& out : reduction.outputs) {
+    if (out.device == home) {
+      outputs.push_back(out.at + offset);
+      continue;
+    }
+    results.emplace_back(out.at + offset, slot);
+    outputs.push_back(slot);
+    slot += slotBytes;
+  }
+  HC_RETURN_IF_ERROR(copier.drain());
+  device::ReduceWork work;
+  work.dtype = kernel.dtype;
+  work.redop = kernel.redop;
+  work.inputs = inputs;
+  work.outputs = outputs;
+  work.scalars = kernel.scalars;
+  work.nRanks = inputs.size();
+  work.count = count;
+  HC_RETURN_IF_ERROR(copier.reduce(home, work));
+  for (auto [away, from] : results) {
+    HC_RETURN_IF_ERROR(copyOnHome(copier, home, away, from, bytes, false));
+  }
+  return copier.drain();
+}
+
+}  // namespace
+
 Status reduceOnDevice(const Match& match, const ReductionPlacement& placement,
                       DeviceCopier& copier) {
   const PendingOp& head = match.ops.front();
   device::Device* home = placement.home;
   const uint64_t elementBytes = coll::dtypeSize(head.dtype);
-  std::vector<uint64_t> scalars;
-  if (head.redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum)) {
-    for (const PendingOp& op : match.ops) scalars.push_back(op.buffers.scalar);
-  }
+  const Kernel kernel = kernelOf(match.ops, /*avgAsSum=*/false);
   const std::vector<Reduction> reductions = reductionsOf(match);
-
   // Operands on other devices pass through the home's scratch a window at a time, so the
   // scratch stays a few staging chunks however large the message.
   const uint64_t window =
       placement.spansDevices
           ? std::min(head.count, std::max<uint64_t>(1, copier.chunkBytes() / elementBytes))
           : head.count;
-  const uint64_t slotBytes =
-      (window * elementBytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
-  uint8_t* scratch = nullptr;
+  const uint64_t slotBytes = slotSize(window * elementBytes);
+  uint8_t* slots = nullptr;
   if (placement.spansDevices) {
-    auto away = [home](const Operand& o) { return o.device != home; };
-    size_t slots = 0;
-    for (const Reduction& r : reductions) {
-      slots = std::max<size_t>(slots, std::count_if(r.inputs.begin(), r.inputs.end(), away) +
-                                          std::count_if(r.outputs.begin(), r.outputs.end(), away));
-    }
-    auto got = copier.scratch(home, slots * slotBytes);
+    auto got = copier.scratch(home, awaySlots(reductions, home) * slotBytes);
     if (!got.isOk()) return got.status();
-    scratch = *got;
+    slots = *got;
   }
-  // A copy that cannot be enqueued ends the op; what was enqueued before it is waited for.
-  auto copy = [&copier, home](void* dst, const void* src, uint64_t bytes, bool toDevice) {
-    Status queued = copier.enqueue(home, dst, src, bytes, toDevice);
-    if (!queued.isOk()) {
-      [[maybe_unused]] Status drained = copier.drain();
-    }
-    return queued;
-  };
-
   for (const Reduction& reduction : reductions) {
     for (uint64_t first = 0; first < head.count; first += window) {
-      const uint64_t count = std::min(window, head.count - first);
-      const uint64_t offset = first * elementBytes;
-      const uint64_t bytes = count * elementBytes;
-      uint8_t* slot = scratch;
-      std::vector<const void*> inputs;
-      std::vector<void*> outputs;
-      std::vector<std::pair<uint8_t*, uint8_t*>> results;  // (peer buffer, scratch slot)
-      for (const Operand& in : reduction.inputs) {
-        if (in.device == home) {
-          inputs.push_back(in.at + offset);
-          continue;
-        }
-        HC_RETURN_IF_ERROR(copy(slot, in.at + offset, bytes, /*toDevice=*/true));
-        inputs.push_back(slot);
-        slot += slotBytes;
-      }
-      for (const Operand& out : reduction.outputs) {
-        if (out.device == home) {
-          outputs.push_back(out.at + offset);
-          continue;
-        }
-        results.emplace_back(out.at + offset, slot);
-        outputs.push_back(slot);
-        slot += slotBytes;
-      }
-      HC_RETURN_IF_ERROR(copier.drain());
-      device::ReduceWork work;
-      work.dtype = head.dtype;
-      work.redop = head.redop;
-      work.inputs = inputs;
-      work.outputs = outputs;
-      work.scalars = scalars;
-      work.nRanks = inputs.size();
-      work.count = count;
-      HC_RETURN_IF_ERROR(copier.reduce(home, work));
-      for (auto [peer, from] : results) {
-        HC_RETURN_IF_ERROR(copy(peer, from, bytes, /*toDevice=*/false));
-      }
-      HC_RETURN_IF_ERROR(copier.drain());
+      HC_RETURN_IF_ERROR(reduceWindow(reduction, first * elementBytes,
+                                      std::min(window, head.count - first), kernel, home, copier,
+                                      slots, slotBytes));
     }
   }
   return okStatus();
+}
+
+Status combineSlice(const std::vector<PendingOp>& ops, const ReductionPlacement& placement,
+                    int nranks, uint64_t first, uint64_t count, DeviceCopier& copier,
+                    uint8_t* out) {
+  const PendingOp& head = ops.front();
+  device::Device* home = placement.home;
+  const uint64_t elementBytes = coll::dtypeSize(head.dtype);
+  const bool scatter = head.type == ipc::OpType::ReduceScatter;
+  const uint64_t blocks = scatter ? static_cast<uint64_t>(nranks) : 1;
+  const uint64_t bytes = count * elementBytes;
+  // Avg is summed here and divided once among the daemons, as NodePlan does on the host.
+  const Kernel kernel = kernelOf(ops, /*avgAsSum=*/true);
+  // Home's scratch: the packed result (block b at b * bytes), then a slot per operand elsewhere.
+  const uint64_t packed = slotSize(blocks * bytes);
+  const uint64_t slotBytes = slotSize(bytes);
+  size_t away = 0;
+  for (const PendingOp& op : ops) away += op.sendRegion->device() != home ? 1 : 0;
+  auto scratch = copier.scratch(home, packed + away * slotBytes);
+  if (!scratch.isOk()) return scratch.status();
+  for (uint64_t b = 0; b < blocks; ++b) {
+    Reduction block;
+    for (const PendingOp& op : ops) {
+      // Block b's slice: elements [first, first + count) of the block of `total` elements.
+      const uint64_t at = op.sendRange.address + (b * head.count + first) * elementBytes;
+      block.inputs.push_back({op.sendRegion->data() + at, op.sendRegion->device()});
+    }
+    block.outputs.push_back({*scratch + b * bytes, home});
+    HC_RETURN_IF_ERROR(
+        reduceWindow(block, 0, count, kernel, home, copier, *scratch + packed, slotBytes));
+  }
+  return copyOnHome(copier, home, out, *scratch, blocks * bytes, /*toDevice=*/false);
 }
 
 }  // namespace hc::session

@@ -5,9 +5,12 @@
 // on the other devices are copied to the home's scratch memory first, and their results back,
 // device to device, window by window (a kernel is not assumed to reach a peer's memory).
 // Anything else (operands of two vendors, host memory among them, a buffer-resident PreMulSum
-// scalar, a communicator that spans daemons) takes the host path. Runs on the IPC thread.
+// scalar) takes the host path. Across daemons, the same placement combines this daemon's operands
+// before the wire, slice by slice (combineSlice). Runs on the IPC thread.
 // Depends on hc_device.
 #pragma once
+
+#include <vector>
 
 #include "common/status.h"
 #include "daemon/session/communicator.h"
@@ -27,5 +30,16 @@ ReductionPlacement reductionPlacement(const Match& match);
 // Runs the match's reduction at `placement` and waits for it: the op's status.
 [[nodiscard]] Status reduceOnDevice(const Match& match, const ReductionPlacement& placement,
                                     DeviceCopier& copier);
+
+// The local combine of a collective across daemons, one slice at a time (slice_staging.h): the
+// send operands of `ops` (this daemon's ranks, placed by reductionPlacement), elements [first,
+// first + count) of each of the op's blocks (one, or `nranks` for a reduce-scatter), reduced at
+// `placement` into the packed layout of one rank's send slice, and copied into host memory `out`
+// (the copy lands at the copier's next drain()). Avg is summed and PreMulSum multiplied by each
+// rank's scalar: the daemons combine their partial results as NodePlan does after its own local
+// reduction (coll/hier/node_plan.h).
+[[nodiscard]] Status combineSlice(const std::vector<PendingOp>& ops,
+                                  const ReductionPlacement& placement, int nranks, uint64_t first,
+                                  uint64_t count, DeviceCopier& copier, uint8_t* out);
 
 }  // namespace hc::session

@@ -23,6 +23,7 @@
 #include "daemon/session/bootstrap.h"
 #include "daemon/session/client_staging.h"
 #include "daemon/session/communicator.h"
+#include "daemon/session/device_reduce.h"
 #include "daemon/session/session.h"
 #include "daemon/session/slice_staging.h"
 #include "daemon/session/status_board.h"
@@ -116,6 +117,8 @@ class Engine {
   // is on the wire (NetRun::plan), slice running + 1 is staged and combined already (`next`).
   struct Pipeline {
     std::unique_ptr<SliceStaging> staging;
+    // Where this daemon's operands are combined before the wire; home null: on the host.
+    ReductionPlacement combine;
     size_t running = 0;
     std::unique_ptr<coll::hier::NodePlan> next;
   };

@@ -22,6 +22,19 @@ void Engine::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) 
   run.pipeline->staging = std::make_unique<SliceStaging>(
       head.type, nranks, esz, head.count, sliceCount(head.type, nranks, esz, sliceBytes),
       &staging_, &copier_);
+  // Operands on one vendor's devices are combined there: one slice leaves the devices for the
+  // whole daemon instead of one per rank, and the host does not reduce them.
+  const ReductionPlacement combine =
+      run.match.ops.size() > 1 ? reductionPlacement(run.match) : ReductionPlacement{};
+  if (combine.home != nullptr && combine.home->capabilities().reduceKernels) {
+    run.pipeline->combine = combine;
+    if (options_.metrics != nullptr) options_.metrics->deviceReduction(combine.spansDevices);
+    run.pipeline->staging->combineSends(
+        [this, combine, nranks](const std::vector<PendingOp>& ops, uint64_t first,
+                                uint64_t count, uint8_t* out) {
+          return combineSlice(ops, combine, nranks, first, count, copier_, out);
+        });
+  }
   auto first = planSlice(run, 0);
   if (!first.isOk()) {
     // No staging memory: this daemon cannot take part, and the others learn it from the notice.
@@ -43,7 +56,8 @@ Result<std::unique_ptr<coll::hier::NodePlan>> Engine::planSlice(NetRun& run, siz
   run.pipeline->staging->settle();
   coll::LocalOp lop{head.type, head.dtype, head.redop, head.root,
                     run.pipeline->staging->countOf(k)};
-  auto plan = coll::hier::NodePlan::make(lop, *run.layout, std::move(bufs), &scratch_);
+  auto plan = coll::hier::NodePlan::make(lop, *run.layout, std::move(bufs), &scratch_,
+                                         run.pipeline->combine.home != nullptr);
   if (!plan.isOk()) return plan.status();
   (*plan)->before();
   return std::move(plan.value());

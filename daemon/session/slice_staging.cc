@@ -9,12 +9,16 @@ namespace {
 // How many rank blocks one side of an op's buffers holds.
 int blocksOf(ipc::OpType type, bool send, int nranks) {
   switch (type) {
-    case ipc::OpType::AllToAll: return nranks;
+    case ipc::OpType::AllToAll:
+      return nranks;
     case ipc::OpType::AllGather:
-    case ipc::OpType::Gather: return send ? 1 : nranks;
+    case ipc::OpType::Gather:
+      return send ? 1 : nranks;
     case ipc::OpType::ReduceScatter:
-    case ipc::OpType::Scatter: return send ? nranks : 1;
-    default: return 1;
+    case ipc::OpType::Scatter:
+      return send ? nranks : 1;
+    default:
+      return 1;
   }
 }
 
@@ -35,14 +39,16 @@ bool sliceable(ipc::OpType type) {
     case ipc::OpType::ReduceScatter:
     case ipc::OpType::AllToAll:
     case ipc::OpType::Gather:
-    case ipc::OpType::Scatter: return true;
-    default: return false;
+    case ipc::OpType::Scatter:
+      return true;
+    default:
+      return false;
   }
 }
 
 uint64_t sliceCount(ipc::OpType type, int nranks, size_t elementBytes, uint64_t sliceBytes) {
-  const uint64_t blocks = static_cast<uint64_t>(
-      std::max(blocksOf(type, true, nranks), blocksOf(type, false, nranks)));
+  const uint64_t blocks =
+      static_cast<uint64_t>(std::max(blocksOf(type, true, nranks), blocksOf(type, false, nranks)));
   return std::max<uint64_t>(1, sliceBytes / (elementBytes * blocks));
 }
 
@@ -75,7 +81,8 @@ SliceStaging::SliceStaging(ipc::OpType type, int nranks, size_t elementBytes, ui
 
 SliceStaging::~SliceStaging() {
   // No copy may still use a buffer that goes back to the pool.
-  if (unsettled_) [[maybe_unused]] Status s = copier_->drain();
+  if (unsettled_) [[maybe_unused]]
+    Status s = copier_->drain();
   while (!staged_.empty()) release(staged_.begin()->first);
 }
 
@@ -114,9 +121,23 @@ Status SliceStaging::stageIn(const std::vector<PendingOp>& ops, size_t k,
                              std::vector<coll::RankBuffers>& bufs) {
   const uint64_t first = k * perSlice_;
   const uint64_t count = countOf(k);
+  if (combine_) {
+    // One packed send slice for the whole daemon, combined on a device.
+    const auto pieces = slicePieces(type_, true, nranks_, esz_, total_, first, count);
+    auto buffer = pool_->acquire(piecesBytes(pieces));
+    if (!buffer.isOk()) return buffer.status();
+    staged_[k].push_back({0, true, *buffer});
+    if (failure_.isOk()) {
+      unsettled_ = true;
+      Status s = combine_(ops, first, count, buffer->data);
+      if (!s.isOk()) failure_ = s;
+    }
+    for (auto& b : bufs) b.send = buffer->data;
+  }
   for (size_t i = 0; i < ops.size(); ++i) {
     const PendingOp& op = ops[i];
     for (const bool send : {true, false}) {
+      if (send && combine_) continue;
       const bool device = (send ? op.sendRegion : op.recvRegion) != nullptr;
       const bool client = (send ? op.sendRange : op.recvRange).used();
       const uint8_t* host = send ? op.buffers.send : op.buffers.recv;

@@ -7,6 +7,9 @@
 // NodePlan. While the daemons exchange slice k, the engine copies slice k+1 in and slice k-1 out
 // (engine_pipeline.cc): at most two slices are staged at once, double buffering.
 //
+// With combineSends(), the send side of a reduction is not staged per rank: a device combines
+// the ranks' operands and one packed slice is staged for all of them (engine_pipeline.cc).
+//
 // Memory the daemon maps (the client's segment) is used where it lies when a side's pieces are
 // contiguous and copied otherwise; device memory and the client's own memory (cross-memory
 // attach) are always copied. After the first failed copy nothing more is copied (the op fails on
@@ -16,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -49,8 +53,8 @@ class SliceStaging {
  public:
   // For a sliceable op of `total` (> 0) elements per block among `nranks` ranks, in slices of
   // `perSlice` (> 0) elements. The pool and copier outlive this object.
-  SliceStaging(ipc::OpType type, int nranks, size_t elementBytes, uint64_t total,
-               uint64_t perSlice, StagingPool* pool, DeviceCopier* copier);
+  SliceStaging(ipc::OpType type, int nranks, size_t elementBytes, uint64_t total, uint64_t perSlice,
+               StagingPool* pool, DeviceCopier* copier);
   ~SliceStaging();
   SliceStaging(const SliceStaging&) = delete;
   SliceStaging& operator=(const SliceStaging&) = delete;
@@ -65,6 +69,14 @@ class SliceStaging {
   // here means no staging memory could be had (the slice cannot run).
   [[nodiscard]] Status stageIn(const std::vector<PendingOp>& ops, size_t k,
                                std::vector<coll::RankBuffers>& bufs);
+  // Combines the send operands of a slice on a device instead of staging each (device_reduce.h,
+  // combineSlice): called by stageIn() with the ops, the slice's first element and count per
+  // block, and the one packed host buffer every rank's send then points at; what it copies into
+  // that buffer must have landed by settle(). Its error is kept in failure().
+  using Combine = std::function<Status(const std::vector<PendingOp>& ops, uint64_t first,
+                                       uint64_t count, uint8_t* out)>;
+  void combineSends(Combine combine) { combine_ = std::move(combine); }
+
   // Starts writing slice k's receive pieces back; settle() waits for them and returns the
   // slice's buffers to the pool.
   void stageOut(const std::vector<PendingOp>& ops, size_t k);
@@ -92,6 +104,7 @@ class SliceStaging {
   uint64_t perSlice_;
   StagingPool* pool_;
   DeviceCopier* copier_;
+  Combine combine_;                               // empty: every rank's send pieces are staged
   std::map<size_t, std::vector<Staged>> staged_;  // by slice
   std::vector<size_t> stagedOut_;  // slices whose buffers go back at the next settle()
   bool unsettled_ = false;         // device copies were enqueued since the last settle()

@@ -1,13 +1,15 @@
 // Jobs whose ranks' buffers live on simulated devices (hetero_comm/hc_sim.h) of different
 // vendors, on daemons that each have their own sim devices ([devices.sim]), with every operation
-// ordered on a sim stream: the device data path (staging through host memory in chunks), the
-// stream-ordering protocol (done flags), injected device faults, and parties that die while a
-// stream waits. Daemons talk over UCX tcp,self, as on separate nodes (multi_daemon.h).
+// ordered on a sim stream: the device data path (staging through host memory in slices, and the
+// combine of a node's operands on its devices before the wire), the stream-ordering protocol
+// (done flags), injected device faults, and parties that die while a stream waits. Daemons talk over UCX tcp,self, as on separate nodes (multi_daemon.h).
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +36,27 @@ void stopAll(DaemonCluster& cluster) {
   }
 }
 
+// Runs the whole matrix with rank r on daemon nodes[r] and device devices[r], each daemon started
+// with 65537-byte staging slices and the sim devices perDaemon(d) gives, and stops the daemons.
+void expectMatrixAcrossDaemons(int daemons, std::function<std::vector<std::string>(int)> perDaemon,
+                               const std::vector<int>& nodes,
+                               const std::vector<std::string>& devices, const std::string& seed) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = daemons;
+  options.daemonArgs = {"--set", "devices.staging_chunk_bytes=65537"};
+  options.perDaemonArgs = std::move(perDaemon);
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  auto job = ClusterJob::start(*cluster, "matrix", nodes,
+                               {"--mode", "matrix", "--seed", seed, "--watchdog", "150"}, &error,
+                               [&](int rank) { return deviceArg(devices[rank]); });
+  ASSERT_NE(job, nullptr) << error;
+  expectClusterJobSucceeds(*job, *cluster, seconds(170));
+  job.reset();
+  stopAll(*cluster);
+}
+
 // Node A has two NVIDIA devices, node B two AMD devices, node C one of each (a workstation). Ranks
 // sit on A's second NVIDIA device, B's second AMD device, and both of C's: node C reduces across
 // vendors locally, and every hop between nodes joins memory of different vendors. Every op x
@@ -44,24 +67,22 @@ void stopAll(DaemonCluster& cluster) {
 // bytes cut the larger messages into slices whose last one is short (an fp32 allgather of 4097
 // elements among four ranks runs as 4096 + 1 elements per block).
 TEST(DeviceJobTest, MixedVendorJobOverThreeNodesMatchesTheReferenceForTheWholeMatrix) {
-  std::string error;
-  ClusterOptions options;
-  options.daemons = 3;
-  options.daemonArgs = {"--set", "devices.staging_chunk_bytes=65537"};
-  options.perDaemonArgs = [](int d) {
-    return d == 0 ? simDevices(2, 0) : d == 1 ? simDevices(0, 2) : simDevices(1, 1);
-  };
-  auto cluster = DaemonCluster::start(options, &error);
-  ASSERT_NE(cluster, nullptr) << error;
-  const std::vector<std::string> devices = {"sim:nvidia:1", "sim:amd:1", "sim:nvidia:0",
-                                            "sim:amd:0"};
-  auto job = ClusterJob::start(*cluster, "mixed", {0, 1, 2, 2},
-                               {"--mode", "matrix", "--seed", "11", "--watchdog", "150"}, &error,
-                               [&](int rank) { return deviceArg(devices[rank]); });
-  ASSERT_NE(job, nullptr) << error;
-  expectClusterJobSucceeds(*job, *cluster, seconds(170));
-  job.reset();
-  stopAll(*cluster);
+  expectMatrixAcrossDaemons(
+      3,
+      [](int d) {
+        return d == 0 ? simDevices(2, 0) : d == 1 ? simDevices(0, 2) : simDevices(1, 1);
+      },
+      {0, 1, 2, 2}, {"sim:nvidia:1", "sim:amd:1", "sim:nvidia:0", "sim:amd:0"}, "11");
+}
+
+// The local combine on devices before the wire: on node A ranks 0 and 1 sit on two nvidia sims
+// (one gathers the other's operand by a device-to-device copy), on node B ranks 2 and 3 share an
+// amd sim. Each daemon reduces its ranks' slices with the device kernel and stages one combined
+// slice, not one per rank; the whole matrix, in 65537-byte slices, matches the reference.
+TEST(DeviceJobTest, OneVendorPerNodeCombinesOnTheDevicesBeforeTheWire) {
+  expectMatrixAcrossDaemons(
+      2, [](int d) { return d == 0 ? simDevices(2, 0) : simDevices(0, 1); }, {0, 0, 1, 1},
+      {"sim:nvidia:1", "sim:nvidia:0", "sim:amd:0", "sim:amd:0"}, "13");
 }
 
 // hc_alltoallv's zero-count patterns (nothing, only to self, a silent rank, a ring) with both
@@ -89,7 +110,8 @@ TEST(DeviceJobTest, StagingUnderInjectedLatencyWithChunksThatDoNotDivideTheMessa
   std::string error;
   ClusterOptions options;
   options.daemons = 2;
-  options.daemonArgs = {"--set", "devices.sim.latency_us=150", "--set", "devices.sim.copy_gbps=4",
+  options.daemonArgs = {"--set", "devices.sim.latency_us=150",
+                        "--set", "devices.sim.copy_gbps=4",
                         "--set", "devices.staging_chunk_bytes=100003"};
   options.perDaemonArgs = [](int d) { return d == 0 ? simDevices(1, 0) : simDevices(0, 1); };
   auto cluster = DaemonCluster::start(options, &error);
@@ -104,14 +126,23 @@ TEST(DeviceJobTest, StagingUnderInjectedLatencyWithChunksThatDoNotDivideTheMessa
   stopAll(*cluster);
 }
 
-// Node B (daemon 1) fails its `failAt`-th device copy (devices.sim.fail_copy_at) while ranks 0, 1
-// on node A and rank 2 on node B run `iters` int32 allreduces of `count` on their devices. On
-// every rank of both nodes: the ops before `failedOp` succeed, op `failedOp` gets a DeviceError
-// naming node B's rank, no later op succeeds (the communicator is failed, as NCCL's is after an
-// error), and every op ends (nothing hangs). Node B's rank also hears which copy failed.
+// Where the ranks of a fault test sit: node (daemon) and device of each rank, and the ranks of
+// node B as the verdict names them.
+struct FaultLayout {
+  std::vector<int> nodes = {0, 0, 1};
+  std::vector<std::string> devices = {"sim:nvidia:0", "sim:amd:0", "sim:nvidia:0"};
+  std::string nodeBRanks = "2";
+};
+
+// Node B (daemon 1) fails its `failAt`-th device copy (devices.sim.fail_copy_at) while the ranks
+// of `layout` run `iters` int32 allreduces of `count` on their devices. On every rank of both
+// nodes: the ops before `failedOp` succeed, op `failedOp` gets a DeviceError naming node B's
+// ranks, no later op succeeds (the communicator is failed, as NCCL's is after an error), and
+// every op ends (nothing hangs). Node B's last rank also hears which copy failed.
 std::unique_ptr<DaemonCluster> expectCopyFaultFailsOneOp(std::vector<std::string> daemonArgs,
                                                          int failAt, int count, int iters,
-                                                         int failedOp) {
+                                                         int failedOp,
+                                                         const FaultLayout& layout = {}) {
   std::string error;
   ClusterOptions options;
   options.daemons = 2;
@@ -126,11 +157,10 @@ std::unique_ptr<DaemonCluster> expectCopyFaultFailsOneOp(std::vector<std::string
   auto cluster = DaemonCluster::start(options, &error);
   EXPECT_NE(cluster, nullptr) << error;
   if (cluster == nullptr) return nullptr;
-  const std::vector<std::string> devices = {"sim:nvidia:0", "sim:amd:0", "sim:nvidia:0"};
-  auto job = ClusterJob::start(*cluster, "fault", {0, 0, 1},
-                               {"--mode", "deviceops", "--count", std::to_string(count),
-                                "--iters", std::to_string(iters)},
-                               &error, [&](int rank) { return deviceArg(devices[rank]); });
+  auto job = ClusterJob::start(
+      *cluster, "fault", layout.nodes,
+      {"--mode", "deviceops", "--count", std::to_string(count), "--iters", std::to_string(iters)},
+      &error, [&](int rank) { return deviceArg(layout.devices[rank]); });
   EXPECT_NE(job, nullptr) << error;
   if (job == nullptr) return cluster;
   EXPECT_TRUE(job->waitAll(seconds(60))) << job->report() << cluster->logTails();
@@ -140,15 +170,15 @@ std::unique_ptr<DaemonCluster> expectCopyFaultFailsOneOp(std::vector<std::string
     const std::string out = job->proc(i).output();
     for (int k = 0; k < failedOp; ++k) EXPECT_NE(out.find(op(k) + "0 "), std::string::npos) << out;
     EXPECT_NE(out.find(op(failedOp) + "9 "), std::string::npos) << out;  // HC_DEVICE_ERROR
-    EXPECT_NE(out.find("on the daemon of ranks 2"), std::string::npos) << out;
+    EXPECT_NE(out.find("on the daemon of ranks " + layout.nodeBRanks), std::string::npos) << out;
     for (int k = failedOp + 1; k < iters; ++k) {
       EXPECT_EQ(out.find(op(k) + "0 "), std::string::npos) << out;
     }
     EXPECT_NE(out.find(op(iters - 1)), std::string::npos) << out;
     EXPECT_NE(out.find("#wrong 0"), std::string::npos) << out;
   }
-  EXPECT_NE(job->proc(2).output().find("copy on sim nvidia:0 failed"), std::string::npos)
-      << job->proc(2).output();
+  const std::string last = job->proc(job->size() - 1).output();
+  EXPECT_NE(last.find("copy on sim nvidia:0 failed"), std::string::npos) << last;
   return cluster;
 }
 
@@ -178,6 +208,20 @@ TEST(DeviceJobTest, CopyFaultInTheMiddleOfAPipelinedOpFailsThatOpOnEveryRank) {
   stopAll(*cluster);
 }
 
+// Node B's two ranks share a device, so their slices are combined there: per op in one slice,
+// node B copies one combined operand out and two results in (three copies; staged per rank it
+// would be four). Its 4th copy is op 1's combined operand, before the wire (per rank it would
+// be op 0's last result): the verdict fails op 1 on every rank of both nodes.
+TEST(DeviceJobTest, CopyFaultInACombineOnTheDeviceFailsThatOpOnEveryRank) {
+  FaultLayout layout;
+  layout.nodes = {0, 1, 1};
+  layout.devices = {"sim:amd:0", "sim:nvidia:0", "sim:nvidia:0"};
+  layout.nodeBRanks = "1,2";
+  auto cluster = expectCopyFaultFailsOneOp({}, 4, 1000, 3, 1, layout);
+  ASSERT_NE(cluster, nullptr);
+  stopAll(*cluster);
+}
+
 // A rank killed in the middle of pipelined ops: 1Mi int32 in 64 KiB slices, 1 ms per copy, keeps
 // every op in slices for a while. The communicator fails on the victim's daemon while slices are
 // under way; the ranks beside the victim and on the other daemon must end with an error within
@@ -203,8 +247,7 @@ TEST(DeviceJobTest, RankKilledMidPipelineFailsTheOtherRanksWithinSeconds) {
   for (int i : {0, 1}) {
     SCOPED_TRACE("rank " + std::to_string(job->spec(i).rank));
     EXPECT_TRUE(job->proc(i).waitExit(seconds(10))) << job->report() << cluster->logTails();
-    const auto tookMs =
-        std::chrono::duration_cast<milliseconds>(Clock::now() - killedAt).count();
+    const auto tookMs = std::chrono::duration_cast<milliseconds>(Clock::now() - killedAt).count();
     EXPECT_LT(tookMs, 10000);
     const std::string out = job->proc(i).output();
     EXPECT_NE(out.find("op 399 status="), std::string::npos) << out;
@@ -225,20 +268,20 @@ void expectStreamReleasedWhenADaemonDies(int victim) {
   options.perDaemonArgs = [](int) { return simDevices(1, 0); };
   auto cluster = DaemonCluster::start(options, &error);
   ASSERT_NE(cluster, nullptr) << error;
-  auto job = ClusterJob::start(*cluster, "streamwait", {0, 1},
-                               {"--mode", "streamwait", "--count", "1024"}, &error,
-                               [](int) { return deviceArg("sim:nvidia:0"); });
+  auto job =
+      ClusterJob::start(*cluster, "streamwait", {0, 1}, {"--mode", "streamwait", "--count", "1024"},
+                        &error, [](int) { return deviceArg("sim:nvidia:0"); });
   ASSERT_NE(job, nullptr) << error;
   ASSERT_TRUE(job->proc(0).waitForOutput("posted status=0", seconds(30))) << job->report();
   ASSERT_TRUE(job->proc(1).waitForOutput("idle", seconds(30))) << job->report();
   EXPECT_FALSE(job->proc(0).waitForOutput("stream status=", milliseconds(500)))
-      << "the stream must wait while rank 1 has not posted\n" << job->report();
+      << "the stream must wait while rank 1 has not posted\n"
+      << job->report();
   const auto killedAt = Clock::now();
   cluster->daemon(victim).kill9();
   ASSERT_TRUE(job->proc(0).waitForOutput("result status=", seconds(10)))
       << job->report() << cluster->logTails();
-  const auto tookMs =
-      std::chrono::duration_cast<milliseconds>(Clock::now() - killedAt).count();
+  const auto tookMs = std::chrono::duration_cast<milliseconds>(Clock::now() - killedAt).count();
   EXPECT_LT(tookMs, 6000);
   const std::string out = job->proc(0).output();
   EXPECT_EQ(out.find("result status=0"), std::string::npos) << out;

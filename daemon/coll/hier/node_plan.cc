@@ -40,8 +40,13 @@ void ScratchPool::release(Block block) {
 }
 
 NodePlan::NodePlan(const LocalOp& op, const NodeLayout& layout, std::vector<RankBuffers> local,
-                   ScratchPool* pool)
-    : op_(op), layout_(layout), local_(std::move(local)), pool_(pool), esz_(dtypeSize(op.dtype)) {}
+                   ScratchPool* pool, bool localCombined)
+    : op_(op),
+      layout_(layout),
+      local_(std::move(local)),
+      pool_(pool),
+      localCombined_(localCombined),
+      esz_(dtypeSize(op.dtype)) {}
 
 NodePlan::~NodePlan() {
   for (auto& b : borrowed_) pool_->release(std::move(b));
@@ -54,14 +59,19 @@ uint8_t* NodePlan::scratch(size_t bytes) {
 }
 
 Result<std::unique_ptr<NodePlan>> NodePlan::make(const LocalOp& op, const NodeLayout& layout,
-                                                 std::vector<RankBuffers> local,
-                                                 ScratchPool* pool) {
+                                                 std::vector<RankBuffers> local, ScratchPool* pool,
+                                                 bool localCombined) {
   const bool transfer = op.type == OpType::Send || op.type == OpType::Recv;
   if (local.size() != (transfer ? 1 : layout.localCount())) {
     return internalError("node plan: " + std::to_string(local.size()) + " local buffers for " +
                          std::to_string(layout.localCount()) + " local ranks");
   }
-  std::unique_ptr<NodePlan> p(new NodePlan(op, layout, std::move(local), pool));
+  const bool reduction =
+      op.type == OpType::AllReduce || op.type == OpType::Reduce || op.type == OpType::ReduceScatter;
+  if (localCombined && !reduction) {
+    return internalError("node plan: only a reduction's local operands can come combined");
+  }
+  std::unique_ptr<NodePlan> p(new NodePlan(op, layout, std::move(local), pool, localCombined));
   net::NetOpSpec& s = p->spec_;
   s.self = layout.self;
   s.dtype = op.dtype;
@@ -92,8 +102,8 @@ Result<std::unique_ptr<NodePlan>> NodePlan::make(const LocalOp& op, const NodeLa
       break;
     case OpType::AllGather:
       s.kind = net::NetOpKind::AllGather;
-      p->node_ = layout.nodeOrderIsRankOrder() ? p->local_[0].recv
-                                                : p->scratch(n * op.count * p->esz_);
+      p->node_ =
+          layout.nodeOrderIsRankOrder() ? p->local_[0].recv : p->scratch(n * op.count * p->esz_);
       p->planBlocks(op.count);
       break;
     case OpType::ReduceScatter:
@@ -105,7 +115,7 @@ Result<std::unique_ptr<NodePlan>> NodePlan::make(const LocalOp& op, const NodeLa
       s.kind = net::NetOpKind::Gather;
       s.root = rootNode;
       p->node_ = rootLocal && layout.nodeOrderIsRankOrder() ? root->recv
-                                                             : p->scratch(n * op.count * p->esz_);
+                                                            : p->scratch(n * op.count * p->esz_);
       p->planBlocks(op.count);
       break;
     case OpType::Scatter:
@@ -173,8 +183,14 @@ void NodePlan::reduceInto(uint8_t* out, uint64_t srcOffset, uint64_t count) cons
   const uint8_t redop =
       op_.redop == static_cast<uint8_t>(ipc::RedOp::Avg) ? uint8_t(ipc::RedOp::Sum) : op_.redop;
   const bool premul = redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum);
-  ReduceSpec spec{op_.dtype, redop, inputs.data(), inputs.size(), outputs, 1,
-                  premul ? scalars.data() : nullptr, inputs.size()};
+  ReduceSpec spec{op_.dtype,
+                  redop,
+                  inputs.data(),
+                  inputs.size(),
+                  outputs,
+                  1,
+                  premul ? scalars.data() : nullptr,
+                  inputs.size()};
   reduceRange(spec, 0, count);
 }
 
@@ -187,7 +203,11 @@ void NodePlan::before() {
     case OpType::Reduce: {
       const bool plainCopyInPlace = local_.size() == 1 && local_[0].send == node_ &&
                                     op_.redop != static_cast<uint8_t>(ipc::RedOp::PreMulSum);
-      if (!plainCopyInPlace) reduceInto(node_, 0, c);
+      if (localCombined_) {
+        copyBytes(local_[0].send, node_, bytes);
+      } else if (!plainCopyInPlace) {
+        reduceInto(node_, 0, c);
+      }
       break;
     }
     case OpType::Broadcast:
@@ -203,7 +223,12 @@ void NodePlan::before() {
       break;
     case OpType::ReduceScatter:
       for (uint32_t r = 0; r < static_cast<uint32_t>(layout_.nranks()); ++r) {
-        reduceInto(node_ + layout_.slotOf(r, c) * esz_, uint64_t{r} * c, c);
+        uint8_t* slot = node_ + layout_.slotOf(r, c) * esz_;
+        if (localCombined_) {
+          copyBytes(local_[0].send + uint64_t{r} * bytes, slot, bytes);
+        } else {
+          reduceInto(slot, uint64_t{r} * c, c);
+        }
       }
       break;
     case OpType::Scatter:

@@ -54,10 +54,15 @@ class NodePlan {
   // already resolved and staged. For a transfer with a rank on another node (op.type Send or
   // Recv, op.root = the peer rank), `local` holds the one local rank's buffers. The descriptors
   // were validated; the layout and pool outlive the plan.
+  // `localCombined` (allreduce, reduce, reduce-scatter): the local ranks' operands were already
+  // combined elsewhere (on a device), with Avg summed and PreMulSum scalars applied, into the
+  // buffer every local[i].send points at; before() copies it into the node buffer instead of
+  // reducing.
   [[nodiscard]] static Result<std::unique_ptr<NodePlan>> make(const LocalOp& op,
                                                               const NodeLayout& layout,
                                                               std::vector<RankBuffers> local,
-                                                              ScratchPool* pool);
+                                                              ScratchPool* pool,
+                                                              bool localCombined = false);
   ~NodePlan();
   NodePlan(const NodePlan&) = delete;
   NodePlan& operator=(const NodePlan&) = delete;
@@ -68,7 +73,7 @@ class NodePlan {
 
  private:
   NodePlan(const LocalOp& op, const NodeLayout& layout, std::vector<RankBuffers> local,
-           ScratchPool* pool);
+           ScratchPool* pool, bool localCombined);
   uint8_t* scratch(size_t bytes);
   void reduceInto(uint8_t* out, uint64_t srcOffset, uint64_t count) const;
   void planBlocks(uint64_t perRank);
@@ -78,9 +83,10 @@ class NodePlan {
   const NodeLayout& layout_;
   std::vector<RankBuffers> local_;
   ScratchPool* pool_;
+  bool localCombined_;
   std::vector<ScratchPool::Block> borrowed_;
   size_t esz_ = 0;
-  uint8_t* node_ = nullptr;  // the node buffer (spec_.buffer)
+  uint8_t* node_ = nullptr;      // the node buffer (spec_.buffer)
   uint8_t* sendNode_ = nullptr;  // all-to-all only: what this node sends
   net::NetOpSpec spec_;
 };

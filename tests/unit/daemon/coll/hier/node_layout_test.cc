@@ -2,6 +2,7 @@
 // is rank order, and the node-order offsets NodePlan stages through. NodePlan::make's refusals.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,42 @@ TEST(NodePlanMakeTest, RefusesOperationsThatDoNotSpanDaemons) {
     ASSERT_FALSE(plan.isOk()) << int(type);
     EXPECT_EQ(plan.status().code(), Code::InvalidArgument) << int(type);
   }
+}
+
+// Operands combined on a device reach the plan as one buffer that every local send points at:
+// before() copies it into the node buffer (reducing it again would count it once per rank).
+TEST(NodePlanMakeTest, CombinedLocalOperandsAreCopiedIntoTheNodeBufferNotReduced) {
+  const NodeLayout layout = made(0, {{0, 1}, {2}});
+  ScratchPool pool;
+  constexpr uint8_t kInt32 = 2;
+  constexpr uint8_t kSum = 0;
+  const std::vector<int32_t> combined = {1, -2, 30, 4, 5, -6};
+  std::vector<int32_t> recv0(6, 0), recv1(6, 0);
+  auto buffers = [&] {
+    const auto* send = reinterpret_cast<const uint8_t*>(combined.data());
+    return std::vector<RankBuffers>{{send, reinterpret_cast<uint8_t*>(recv0.data())},
+                                    {send, reinterpret_cast<uint8_t*>(recv1.data())}};
+  };
+  auto allreduce =
+      NodePlan::make({ipc::OpType::AllReduce, kInt32, kSum, -1, 6}, layout, buffers(), &pool, true);
+  ASSERT_TRUE(allreduce.isOk()) << allreduce.status().toString();
+  (*allreduce)->before();
+  std::vector<int32_t> node(6);
+  std::memcpy(node.data(), (*allreduce)->spec().buffer, sizeof(int32_t) * 6);
+  EXPECT_EQ(node, combined);
+
+  // Reduce-scatter of 2 elements per rank: block r of the combined buffer is rank r's slot (node
+  // order is rank order here).
+  auto scatter = NodePlan::make({ipc::OpType::ReduceScatter, kInt32, kSum, -1, 2}, layout,
+                                buffers(), &pool, true);
+  ASSERT_TRUE(scatter.isOk()) << scatter.status().toString();
+  (*scatter)->before();
+  std::memcpy(node.data(), (*scatter)->spec().buffer, sizeof(int32_t) * 6);
+  EXPECT_EQ(node, combined);
+
+  auto broadcast =
+      NodePlan::make({ipc::OpType::Broadcast, kInt32, kSum, 0, 6}, layout, buffers(), &pool, true);
+  ASSERT_FALSE(broadcast.isOk()) << "only reductions combine their local operands";
 }
 
 }  // namespace
