@@ -154,6 +154,7 @@ Status reduceWindow(const Reduction& reduction, uint64_t offset, uint64_t count,
                     uint8_t* slots, uint64_t slotBytes) {
   const uint64_t bytes = count * coll::dtypeSize(kernel.dtype);
   uint8_t* slot = slots;
+  bool copiedIn = false;
   std::vector<const void*> inputs;
   std::vector<void*> outputs;
   std::vector<std::pair<uint8_t*, uint8_t*>> results;  // (buffer on another device, slot)
@@ -163,6 +164,7 @@ Status reduceWindow(const Reduction& reduction, uint64_t offset, uint64_t count,
       continue;
     }
     HC_RETURN_IF_ERROR(copyOnHome(copier, home, slot, in.at + offset, bytes, true));
+    copiedIn = true;
     inputs.push_back(slot);
     slot += slotBytes;
   }
@@ -175,7 +177,9 @@ Status reduceWindow(const Reduction& reduction, uint64_t offset, uint64_t count,
     outputs.push_back(slot);
     slot += slotBytes;
   }
-  HC_RETURN_IF_ERROR(copier.drain());
+  // Waits only when there is something to wait for: a drain also waits for copies others left
+  // running (the pipeline's copies out of the slice before), which the kernel does not need.
+  if (copiedIn) HC_RETURN_IF_ERROR(copier.drain());
   device::ReduceWork work;
   work.dtype = kernel.dtype;
   work.redop = kernel.redop;
@@ -185,6 +189,7 @@ Status reduceWindow(const Reduction& reduction, uint64_t offset, uint64_t count,
   work.nRanks = inputs.size();
   work.count = count;
   HC_RETURN_IF_ERROR(copier.reduce(home, work));
+  if (results.empty()) return okStatus();
   for (auto [away, from] : results) {
     HC_RETURN_IF_ERROR(copyOnHome(copier, home, away, from, bytes, false));
   }

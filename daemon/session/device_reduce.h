@@ -5,7 +5,7 @@
 // on the other devices are copied to the home's scratch memory first, and their results back,
 // device to device, window by window (a kernel is not assumed to reach a peer's memory).
 // Anything else (operands of two vendors, host memory among them, a buffer-resident PreMulSum
-// scalar) takes the host path. Across daemons, the same placement combines this daemon's operands
+// scalar) takes the host path. Across daemons, operands that share one device are combined there
 // before the wire, slice by slice (combineSlice). Runs on the IPC thread.
 // Depends on hc_device.
 #pragma once

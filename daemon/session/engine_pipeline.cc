@@ -20,20 +20,24 @@ void Engine::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) 
   const int nranks = run.comm->nranks();
   run.pipeline = std::make_unique<Pipeline>();
   run.pipeline->staging = std::make_unique<SliceStaging>(
-      head.type, nranks, esz, head.count, sliceCount(head.type, nranks, esz, sliceBytes),
-      &staging_, &copier_);
-  // Operands on one vendor's devices are combined there: one slice leaves the devices for the
-  // whole daemon instead of one per rank, and the host does not reduce them.
+      head.type, nranks, esz, head.count, sliceCount(head.type, nranks, esz, sliceBytes), &staging_,
+      &copier_);
+  // Operands that share one device are combined there: one slice leaves the device for the whole
+  // daemon instead of one per rank, and the host does not reduce them. Operands on several
+  // devices are not: gathering them on one device costs a peer copy each, as much as the copy to
+  // the host they would save unless the GPUs share a fast link, which the daemon cannot see;
+  // each device's copy engine moves its own operands out side by side instead.
   const ReductionPlacement combine =
       run.match.ops.size() > 1 ? reductionPlacement(run.match) : ReductionPlacement{};
-  if (combine.home != nullptr && combine.home->capabilities().reduceKernels) {
+  if (combine.home != nullptr && !combine.spansDevices &&
+      combine.home->capabilities().reduceKernels) {
     run.pipeline->combine = combine;
     if (options_.metrics != nullptr) options_.metrics->deviceReduction(combine.spansDevices);
-    run.pipeline->staging->combineSends(
-        [this, combine, nranks](const std::vector<PendingOp>& ops, uint64_t first,
-                                uint64_t count, uint8_t* out) {
-          return combineSlice(ops, combine, nranks, first, count, copier_, out);
-        });
+    run.pipeline->staging->combineSends([this, combine, nranks](const std::vector<PendingOp>& ops,
+                                                                uint64_t first, uint64_t count,
+                                                                uint8_t* out) {
+      return combineSlice(ops, combine, nranks, first, count, copier_, out);
+    });
   }
   auto first = planSlice(run, 0);
   if (!first.isOk()) {
@@ -103,8 +107,8 @@ void Engine::onSliceDone(NetRun run, const Status& status) {
   }
   if (!failure.isOk()) {
     spdlog::warn("communicator {:x}: {} across daemons failed in slice {} of {}: {}",
-                 run.comm->id(), opName(run.match.ops.front().type), p.running,
-                 p.staging->slices(), failure.message());
+                 run.comm->id(), opName(run.match.ops.front().type), p.running, p.staging->slices(),
+                 failure.message());
     endNetRun(run, failure);
     return;
   }

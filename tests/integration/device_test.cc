@@ -2,7 +2,8 @@
 // vendors, on daemons that each have their own sim devices ([devices.sim]), with every operation
 // ordered on a sim stream: the device data path (staging through host memory in slices, and the
 // combine of a node's operands on its devices before the wire), the stream-ordering protocol
-// (done flags), injected device faults, and parties that die while a stream waits. Daemons talk over UCX tcp,self, as on separate nodes (multi_daemon.h).
+// (done flags), injected device faults, and parties that die while a stream waits. Daemons talk
+// over UCX tcp,self, as on separate nodes (multi_daemon.h).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -75,11 +76,11 @@ TEST(DeviceJobTest, MixedVendorJobOverThreeNodesMatchesTheReferenceForTheWholeMa
       {0, 1, 2, 2}, {"sim:nvidia:1", "sim:amd:1", "sim:nvidia:0", "sim:amd:0"}, "11");
 }
 
-// The local combine on devices before the wire: on node A ranks 0 and 1 sit on two nvidia sims
-// (one gathers the other's operand by a device-to-device copy), on node B ranks 2 and 3 share an
-// amd sim. Each daemon reduces its ranks' slices with the device kernel and stages one combined
-// slice, not one per rank; the whole matrix, in 65537-byte slices, matches the reference.
-TEST(DeviceJobTest, OneVendorPerNodeCombinesOnTheDevicesBeforeTheWire) {
+// The local combine on a device before the wire: on node B ranks 2 and 3 share an amd sim, so
+// node B reduces each slice of theirs with the device kernel and stages one combined slice, not
+// one per rank; on node A ranks 0 and 1 sit on two nvidia sims, which stage their own operands.
+// The whole matrix, in 65537-byte slices, matches the reference.
+TEST(DeviceJobTest, RanksSharingADeviceCombineOnItBeforeTheWire) {
   expectMatrixAcrossDaemons(
       2, [](int d) { return d == 0 ? simDevices(2, 0) : simDevices(0, 1); }, {0, 0, 1, 1},
       {"sim:nvidia:1", "sim:nvidia:0", "sim:amd:0", "sim:amd:0"}, "13");
