@@ -20,8 +20,8 @@ void Engine::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) 
   const int nranks = run.comm->nranks();
   run.pipeline = std::make_unique<Pipeline>();
   run.pipeline->staging = std::make_unique<SliceStaging>(
-      head.type, nranks, esz, head.count, sliceCount(head.type, nranks, esz, sliceBytes), &staging_,
-      &copier_);
+      head.type, nranks, esz, head.count, sliceCount(head.type, nranks, esz, sliceBytes),
+      &staging_, &copier_);
   // Operands that share one device are combined there: one slice leaves the device for the whole
   // daemon instead of one per rank, and the host does not reduce them. Operands on several
   // devices are not: gathering them on one device costs a peer copy each, as much as the copy to
@@ -107,8 +107,8 @@ void Engine::onSliceDone(NetRun run, const Status& status) {
   }
   if (!failure.isOk()) {
     spdlog::warn("communicator {:x}: {} across daemons failed in slice {} of {}: {}",
-                 run.comm->id(), opName(run.match.ops.front().type), p.running, p.staging->slices(),
-                 failure.message());
+                 run.comm->id(), opName(run.match.ops.front().type), p.running,
+                 p.staging->slices(), failure.message());
     endNetRun(run, failure);
     return;
   }

@@ -9,16 +9,12 @@ namespace {
 // How many rank blocks one side of an op's buffers holds.
 int blocksOf(ipc::OpType type, bool send, int nranks) {
   switch (type) {
-    case ipc::OpType::AllToAll:
-      return nranks;
+    case ipc::OpType::AllToAll: return nranks;
     case ipc::OpType::AllGather:
-    case ipc::OpType::Gather:
-      return send ? 1 : nranks;
+    case ipc::OpType::Gather: return send ? 1 : nranks;
     case ipc::OpType::ReduceScatter:
-    case ipc::OpType::Scatter:
-      return send ? nranks : 1;
-    default:
-      return 1;
+    case ipc::OpType::Scatter: return send ? nranks : 1;
+    default: return 1;
   }
 }
 
@@ -39,16 +35,14 @@ bool sliceable(ipc::OpType type) {
     case ipc::OpType::ReduceScatter:
     case ipc::OpType::AllToAll:
     case ipc::OpType::Gather:
-    case ipc::OpType::Scatter:
-      return true;
-    default:
-      return false;
+    case ipc::OpType::Scatter: return true;
+    default: return false;
   }
 }
 
 uint64_t sliceCount(ipc::OpType type, int nranks, size_t elementBytes, uint64_t sliceBytes) {
-  const uint64_t blocks =
-      static_cast<uint64_t>(std::max(blocksOf(type, true, nranks), blocksOf(type, false, nranks)));
+  const uint64_t blocks = static_cast<uint64_t>(
+      std::max(blocksOf(type, true, nranks), blocksOf(type, false, nranks)));
   return std::max<uint64_t>(1, sliceBytes / (elementBytes * blocks));
 }
 
@@ -81,8 +75,7 @@ SliceStaging::SliceStaging(ipc::OpType type, int nranks, size_t elementBytes, ui
 
 SliceStaging::~SliceStaging() {
   // No copy may still use a buffer that goes back to the pool.
-  if (unsettled_) [[maybe_unused]]
-    Status s = copier_->drain();
+  if (unsettled_) [[maybe_unused]] Status s = copier_->drain();
   while (!staged_.empty()) release(staged_.begin()->first);
 }
 

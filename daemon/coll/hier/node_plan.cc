@@ -102,8 +102,8 @@ Result<std::unique_ptr<NodePlan>> NodePlan::make(const LocalOp& op, const NodeLa
       break;
     case OpType::AllGather:
       s.kind = net::NetOpKind::AllGather;
-      p->node_ =
-          layout.nodeOrderIsRankOrder() ? p->local_[0].recv : p->scratch(n * op.count * p->esz_);
+      p->node_ = layout.nodeOrderIsRankOrder() ? p->local_[0].recv
+                                                : p->scratch(n * op.count * p->esz_);
       p->planBlocks(op.count);
       break;
     case OpType::ReduceScatter:
@@ -115,7 +115,7 @@ Result<std::unique_ptr<NodePlan>> NodePlan::make(const LocalOp& op, const NodeLa
       s.kind = net::NetOpKind::Gather;
       s.root = rootNode;
       p->node_ = rootLocal && layout.nodeOrderIsRankOrder() ? root->recv
-                                                            : p->scratch(n * op.count * p->esz_);
+                                                             : p->scratch(n * op.count * p->esz_);
       p->planBlocks(op.count);
       break;
     case OpType::Scatter:
@@ -183,14 +183,8 @@ void NodePlan::reduceInto(uint8_t* out, uint64_t srcOffset, uint64_t count) cons
   const uint8_t redop =
       op_.redop == static_cast<uint8_t>(ipc::RedOp::Avg) ? uint8_t(ipc::RedOp::Sum) : op_.redop;
   const bool premul = redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum);
-  ReduceSpec spec{op_.dtype,
-                  redop,
-                  inputs.data(),
-                  inputs.size(),
-                  outputs,
-                  1,
-                  premul ? scalars.data() : nullptr,
-                  inputs.size()};
+  ReduceSpec spec{op_.dtype, redop, inputs.data(), inputs.size(), outputs, 1,
+                  premul ? scalars.data() : nullptr, inputs.size()};
   reduceRange(spec, 0, count);
 }
 
