@@ -217,9 +217,16 @@ TEST(MultiDaemonBootstrapTest, DaemonWithAnotherTokenIsRefusedWithPermissionDeni
   ASSERT_NE(::mkdtemp(dir), nullptr);
   otherToken = std::string(dir) + "/token";
   ASSERT_TRUE(writeTokenFile(otherToken, &error)) << error;
+  // Removed when the test ends, not once start() returns: a daemon reads its token file during
+  // its own startup, which may still be under way then.
+  struct RemoveToken {
+    std::string file, dir;
+    ~RemoveToken() {
+      ::unlink(file.c_str());
+      ::rmdir(dir.c_str());
+    }
+  } removeToken{otherToken, dir};
   auto cluster = DaemonCluster::start(options, &error);
-  ::unlink(otherToken.c_str());
-  ::rmdir(dir);
   ASSERT_NE(cluster, nullptr) << error;
   auto started = Clock::now();
   auto job = ClusterJob::start(*cluster, "token", {0, 1}, {"--mode", "demo"}, &error);
