@@ -95,6 +95,9 @@ struct DaemonConfig {
   // [devices]: staging_chunk_bytes: device memory moves through host staging in copies of this
   // size (the CPU-forwarding path; every device copy engine gets several in flight).
   uint64_t stagingChunkBytes = 4ull << 20;
+  // direct: transfers between daemons lend device memory to the transport in place where the
+  // transport moves that memory type and the startup probe passed (session/direct_probe.h).
+  bool devicesDirect = true;
   // [devices.sim]: simulated GPUs (daemon/device/sim) for machines without GPUs: tests, demos,
   // mixed-vendor setups on one machine. The server turns these into device::SimNodeOptions.
   int32_t simNvidia = 0;      // nvidia: sim devices labelled nvidia (0..16)
@@ -105,6 +108,8 @@ struct DaemonConfig {
   uint32_t simFailCopyAt = 0;
   uint32_t simSlowStreamUs = 0;           // slow_stream_us: extra delay per task on every stream
   uint64_t simMemoryBytes = 16ull << 30;  // memory_bytes: nominal memory each sim device reports
+  // nic_direct: the transport may reach sim memory in place (SimDevice::exposeToTransport).
+  bool simNicDirect = false;
 
   bool operator==(const DaemonConfig&) const = default;
 };

@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 42> kSettings = {{
+const std::array<Setting, 44> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"server", "state_dir", &C::stateDir, "--state-dir",
@@ -82,6 +82,9 @@ const std::array<Setting, 42> kSettings = {{
      "host:port of the Prometheus /metrics endpoint (port 0: any free port); \"\" = none"},
     {"devices", "staging_chunk_bytes", &C::stagingChunkBytes, "",
      "device<->host staging copies are issued in chunks of this size (>= 4KiB)"},
+    {"devices", "direct", &C::devicesDirect, "",
+     "lend device memory to the transport in place where it moves that memory type and a probe "
+     "at startup shows it zero copy; false = always stage through host memory"},
     {"devices.sim", "nvidia", &C::simNvidia, "",
      "simulated GPUs labelled nvidia (0..16); for machines without GPUs"},
     {"devices.sim", "amd", &C::simAmd, "", "simulated GPUs labelled amd (0..16)"},
@@ -95,6 +98,8 @@ const std::array<Setting, 42> kSettings = {{
      "fault injection: extra microseconds per task on every sim stream (<= 10000000)"},
     {"devices.sim", "memory_bytes", &C::simMemoryBytes, "",
      "memory each sim device reports (nominal: nothing is reserved)"},
+    {"devices.sim", "nic_direct", &C::simNicDirect, "",
+     "the transport may reach sim memory in place, as a NIC with GPUDirect RDMA reaches a GPU's"},
 }};
 
 const std::array<std::string_view, 10> kSections = {

@@ -59,7 +59,10 @@ struct Capabilities {
   // assumed to reach a peer's memory: reduceAsync() reads and writes this device's own memory,
   // so a reduction across devices copies its operands to one device first.
   bool peerCopy = false;
-  // Memory types of this device that a Transport may read and write directly (zero copy).
+  // How a Transport would address this device's memory if it read and wrote it in place:
+  // {Cuda} for a CUDA GPU, {Hip} for a HIP GPU, {Host} for the host. Empty: only host copies
+  // reach it. Whether a given transport moves that type, zero-copy, is probed per daemon
+  // (session/direct_probe.h).
   std::vector<MemoryType> transportMemory;
 
   bool transportCanAccess(MemoryType type) const;

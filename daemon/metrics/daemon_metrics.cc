@@ -54,7 +54,16 @@ DaemonMetrics::DaemonMetrics(BuildInfo build)
           "hetero_comm_device_reductions_total",
           "Local reductions run by a device's kernel instead of the host, by whether the "
           "operands sat on one device or were gathered from several.",
-          {"devices"})) {
+          {"devices"})),
+      directTransfers_(registry_.counter(
+          "hetero_comm_device_direct_transfers_total",
+          "Sends and receives between daemons whose device memory the transport took in place, "
+          "without staging through host memory.")),
+      deviceDirect_(registry_.gauge(
+          "hetero_comm_device_direct",
+          "1 for a device whose memory the transport takes in place (the startup probe passed), "
+          "0 for one that stages through host memory.",
+          {"device"})) {
   buildInfo_.set(
       {build.version, build.cuda ? "true" : "false", build.rocm ? "true" : "false", build.ucx}, 1);
   // Present from the start: "no clients" is a reading, not a missing series.
@@ -86,6 +95,12 @@ void DaemonMetrics::setClients(int64_t connected) {
 
 void DaemonMetrics::stagingFallback(std::string_view reason) {
   stagingFallbacks_.add({std::string(reason)}, 1);
+}
+
+void DaemonMetrics::deviceDirectTransfer() { directTransfers_.add({}, 1); }
+
+void DaemonMetrics::setDeviceDirect(std::string_view device, bool direct) {
+  deviceDirect_.set({std::string(device)}, direct ? 1 : 0);
 }
 
 void DaemonMetrics::deviceReduction(bool acrossDevices) {

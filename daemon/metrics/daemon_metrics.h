@@ -59,6 +59,10 @@ class DaemonMetrics {
   // A local reduction that ran on a device's kernel; acrossDevices: its operands were gathered
   // from several devices of one vendor (devices="several"), else they sat on one ("one").
   void deviceReduction(bool acrossDevices);
+  // A send or receive between daemons that lent device memory to the transport in place.
+  void deviceDirectTransfer();
+  // The startup probe's verdict for a device ("sim:nvidia:0", "cuda:nvidia:1").
+  void setDeviceDirect(std::string_view device, bool direct);
 
   // The whole set in the text exposition format 0.0.4.
   std::string render() const;
@@ -74,6 +78,8 @@ class DaemonMetrics {
   GaugeFamily& clients_;
   CounterFamily& stagingFallbacks_;
   CounterFamily& deviceReductions_;
+  CounterFamily& directTransfers_;
+  GaugeFamily& deviceDirect_;
 };
 
 }  // namespace hc::metrics

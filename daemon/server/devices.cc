@@ -53,6 +53,7 @@ Result<device::DeviceRegistry> buildDeviceRegistry(const config::DaemonConfig& c
   sim.faults.failCopyAt = config.simFailCopyAt;
   sim.faults.slowStreamUs = config.simSlowStreamUs;
   sim.memoryBytes = config.simMemoryBytes;
+  sim.nicDirect = config.simNicDirect;
   HC_RETURN_IF_ERROR(device::addSimDevices(registry, sim, reduceOnHost));
 #if defined(HC_HAVE_CUDA)
   HC_RETURN_IF_ERROR(addProbed(registry, "cuda", device::probeCudaDevices()));

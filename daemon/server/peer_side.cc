@@ -10,6 +10,7 @@
 namespace hc::server {
 
 Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& config,
+                                                  const device::DeviceRegistry& devices,
                                                   const session::StatusBoard* board,
                                                   HeartbeatBoard* heartbeats) {
   std::unique_ptr<PeerSide> p(new PeerSide());
@@ -38,6 +39,11 @@ Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& co
   uo.keepaliveInterval = std::chrono::milliseconds(config.peerKeepaliveMs);
   auto ucx = transport::createUcxTransport(uo);
   if (!ucx.isOk()) return ucx.status();
+  // Before the progress thread takes the transport: the probe drives it from here.
+  if (config.devicesDirect) {
+    p->direct_ = session::probeDirectDevices(*ucx.value(), devices, session::DirectProbeOptions{},
+                                             &p->verdicts_);
+  }
   coll::net::NetExecutorOptions eo;
   eo.maxSleep = transport::maxSleep(uo);
   if (heartbeats != nullptr) eo.heartbeat = heartbeats->add("hc-net-progress");
@@ -75,6 +81,7 @@ session::MultiNode PeerSide::multiNode() {
   m.executor = executor_.get();
   m.identity = identity_;
   m.netOptions = netOptions_;
+  m.direct = direct_;
   return m;
 }
 

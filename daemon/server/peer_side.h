@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "daemon/coll/net/net_executor.h"
 #include "daemon/config/daemon_config.h"
@@ -18,16 +19,19 @@ namespace hc::server {
 
 class PeerSide final : public session::Bootstrap {
  public:
-  // Reads the token, binds the listener, starts UCX and the progress thread. Control path.
+  // Reads the token, binds the listener, starts UCX, probes which of `devices` the transport
+  // takes in place (devices.direct), and starts the progress thread. Control path.
   // `board` (borrowed, outlives this) answers other daemons' Peer.GetCommProgress; the progress
   // thread beats a heartbeat of `heartbeats` (the watchdog's).
-  [[nodiscard]] static Result<std::unique_ptr<PeerSide>> start(const config::DaemonConfig& config,
-                                                               const session::StatusBoard* board,
-                                                               HeartbeatBoard* heartbeats);
+  [[nodiscard]] static Result<std::unique_ptr<PeerSide>> start(
+      const config::DaemonConfig& config, const device::DeviceRegistry& devices,
+      const session::StatusBoard* board, HeartbeatBoard* heartbeats);
   ~PeerSide() override;
 
   // What the engine borrows; valid until shutdown().
   session::MultiNode multiNode();
+  // What the startup probe found for each device (empty with devices.direct off).
+  const std::vector<session::DirectVerdict>& directVerdicts() const { return verdicts_; }
   // "host:port" of the Peer listener, as unique ids name it.
   const std::string& advertise() const { return advertise_; }
 
@@ -48,6 +52,8 @@ class PeerSide final : public session::Bootstrap {
   control::NodeIdentity identity_;
   std::string advertise_;
   coll::net::NetOpOptions netOptions_;
+  session::DirectDevices direct_;
+  std::vector<session::DirectVerdict> verdicts_;
 };
 
 }  // namespace hc::server

@@ -88,10 +88,16 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   eo.flightRecordEntries = config.flightRecordEntries;
   session::MultiNode multiNode;
   if (!config.peerListen.empty()) {
-    auto peer = PeerSide::start(config, &s->board_, &s->heartbeats_);
+    auto peer = PeerSide::start(config, s->devices_, &s->board_, &s->heartbeats_);
     if (!peer.isOk()) return peer.status();
     s->peer_ = std::move(peer.value());
     multiNode = s->peer_->multiNode();
+    for (const auto& v : s->peer_->directVerdicts()) {
+      const auto& info = v.device->info();
+      s->metrics_->setDeviceDirect(
+          info.backend + ":" + device::vendorName(info.vendor) + ":" + std::to_string(info.index),
+          v.direct);
+    }
   }
   s->engine_ = std::make_unique<session::Engine>(eo, s->pool_.get(), multiNode);
 

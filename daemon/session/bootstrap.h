@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "daemon/coll/net/net_executor.h"
 #include "daemon/control/peer_types.h"
+#include "daemon/session/direct_probe.h"
 
 namespace hc::session {
 
@@ -31,6 +32,7 @@ struct MultiNode {
   coll::net::NetExecutor* executor = nullptr;  // borrowed
   control::NodeIdentity identity;          // this daemon, as it joins
   coll::net::NetOpOptions netOptions;      // chunking and algorithm choice among daemons
+  DirectDevices direct;                    // devices whose memory the transport takes in place
   bool enabled() const { return bootstrap != nullptr && executor != nullptr; }
 };
 

@@ -140,6 +140,8 @@ class Engine {
     std::shared_ptr<const coll::hier::NodeLayout> layout;
     std::unique_ptr<coll::hier::NodePlan> plan;  // Op: the one running (a slice's, if pipelined)
     StagedMatch staged;                           // a transfer's staged operands
+    // A transfer lent to the transport in place: the memory its buffer lies in.
+    transport::MemoryKind memory = transport::MemoryKind::Host;
     std::unique_ptr<Pipeline> pipeline;           // a collective run in slices
     uint32_t node = 0;  // Watch, Notice: the other daemon
     std::vector<uint8_t> notice;

@@ -51,6 +51,16 @@ bool needsStaging(const std::vector<PendingOp>& ops) {
   });
 }
 
+// The memory kind a transfer's device buffer goes to the transport as, when it goes in place:
+// its device passed the direct probe and the message is long enough. Else staged.
+std::optional<transport::MemoryKind> directKind(const PendingOp& op, const DirectDevices& direct) {
+  const bool send = op.type == ipc::OpType::Send;
+  const DeviceRegionPtr& region = send ? op.sendRegion : op.recvRegion;
+  const uint64_t bytes = (send ? op.sendRange : op.recvRange).bytes;
+  if (region == nullptr || bytes < std::max<size_t>(direct.minBytes, 1)) return std::nullopt;
+  return direct.kindOf(region->device());
+}
+
 std::string describe(const Descriptor& d) {
   PendingOp op;
   op.type = static_cast<ipc::OpType>(d.type);
@@ -102,8 +112,16 @@ uint16_t childTag(uint16_t parentTag, int color, uint64_t seq) {
 void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                             Match match) {
   const PendingOp& head = match.ops.front();
-  countStaging(match, "transport_host_only");
   if (isPointToPoint(head.type)) return transferAcrossNodes(comm, net, std::move(match));
+  // Device memory the transport could take in place still stages for a collective: its
+  // algorithms among daemons combine and copy on the CPU.
+  const bool anyDirect = std::any_of(match.ops.begin(), match.ops.end(), [&](const PendingOp& op) {
+    for (const DeviceRegionPtr* r : {&op.sendRegion, &op.recvRegion}) {
+      if (*r != nullptr && multiNode_.direct.kindOf((*r)->device())) return true;
+    }
+    return false;
+  });
+  countStaging(match, anyDirect ? "collective_on_host" : "transport_host_only");
   NetRun run;
   run.comm = comm;
   run.match = std::move(match);
@@ -147,7 +165,20 @@ void Engine::transferAcrossNodes(const std::shared_ptr<Communicator>& comm, cons
   const PendingOp& head = match.ops.front();
   std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;
-  Status in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
+  const std::optional<transport::MemoryKind> direct = directKind(head, multiNode_.direct);
+  Status in = okStatus();
+  if (direct) {
+    // Lent to the transport where it lies: no copy on this side.
+    if (head.type == ipc::OpType::Send) {
+      bufs[0].send = head.sendRegion->data() + head.sendRange.address;
+    } else {
+      bufs[0].recv = head.recvRegion->data() + head.recvRange.address;
+    }
+    if (options_.metrics != nullptr) options_.metrics->deviceDirectTransfer();
+  } else {
+    countStaging(match, "transport_host_only");
+    in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
+  }
   if (!in.isOk()) {
     // The other half of a transfer runs on another daemon, which no agreement tells: the
     // communicator fails, and its notice reaches every daemon of it.
@@ -171,6 +202,7 @@ void Engine::transferAcrossNodes(const std::shared_ptr<Communicator>& comm, cons
   run.match = std::move(match);
   run.layout = net.layout;
   run.staged = std::move(staged);
+  run.memory = direct.value_or(transport::MemoryKind::Host);
   startNetOp(net, std::move(run));
 }
 
@@ -234,6 +266,7 @@ void Engine::startNetOp(const NetComm& net, NetRun run) {
   job.spec = run.plan->spec();
   job.spec.comm = net.tag;
   job.spec.options = multiNode_.netOptions;
+  job.spec.memory = run.memory;
   if (isPointToPoint(head.type)) {
     const int me = run.match.refs.front().rank;
     const bool send = head.type == ipc::OpType::Send;

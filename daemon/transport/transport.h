@@ -19,6 +19,14 @@
 
 namespace hc::transport {
 
+// Memory a Transport may be lent: host memory, or GPU memory that the backend moves itself (UCX
+// built with CUDA or ROCm support reads and writes it directly, by GPUDirect RDMA where the NIC
+// and driver allow). Whether a backend moves a kind is movesMemory(); whether that is truly zero
+// copy, and faster than staging through host memory, only a probe can tell (session/
+// direct_probe.h).
+enum class MemoryKind : uint8_t { Host, Cuda, Rocm };
+const char* memoryKindName(MemoryKind kind);  // "host", "cuda", "rocm"
+
 // Names a connected peer daemon on this endpoint. Only ids returned by connect() are valid.
 using PeerId = uint32_t;
 // Names one posted send or receive on this endpoint; 0 is never valid.
@@ -81,17 +89,33 @@ class Transport {
   // progress()); the handler is not called, since the caller asked for it.
   [[nodiscard]] virtual Status disconnect(PeerId peer) = 0;
 
-  // Non-blocking. Lends [buf, buf + bytes) until test() reports the send final; a send is
-  // complete once the buffer may be reused, which does not mean the peer received it. bytes may
-  // be 0 (then buf may be null). NotFound for a peer that was never connected.
+  // Whether buffers of this kind may be lent to postSend()/postRecv(). Host always.
+  virtual bool movesMemory(MemoryKind kind) const = 0;
+  // Buffers of a kind other than Host are lent only for messages of at least this many bytes:
+  // shorter ones may travel with a CPU copy on either side (UCX: inside their header), which
+  // device memory does not allow. A short message that reaches a device-memory receive fails
+  // it with TransportError instead.
+  virtual size_t directMinBytes() const = 0;
+
+  // Non-blocking. Lends [buf, buf + bytes), memory of `kind`, until test() reports the send
+  // final; a send is complete once the buffer may be reused, which does not mean the peer
+  // received it. bytes may be 0 (then buf may be null). NotFound for a peer that was never
+  // connected; InvalidArgument for a kind this backend does not move.
   [[nodiscard]] virtual Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf,
-                                                   size_t bytes) = 0;
-  // Non-blocking. Lends [buf, buf + bytes) until test() reports the receive final. A message
-  // shorter than the buffer fills its front (test() gives its length); a longer one fails the
-  // receive with TransportError and leaves the buffer's contents undefined: never a silent
-  // truncation.
+                                                   size_t bytes, MemoryKind kind) = 0;
+  [[nodiscard]] Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf,
+                                           size_t bytes) {
+    return postSend(peer, tag, buf, bytes, MemoryKind::Host);
+  }
+  // Non-blocking. Lends [buf, buf + bytes), memory of `kind`, until test() reports the receive
+  // final. A message shorter than the buffer fills its front (test() gives its length); a longer
+  // one fails the receive with TransportError and leaves the buffer's contents undefined: never
+  // a silent truncation.
   [[nodiscard]] virtual Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf,
-                                                   size_t bytes) = 0;
+                                                   size_t bytes, MemoryKind kind) = 0;
+  [[nodiscard]] Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes) {
+    return postRecv(peer, tag, buf, bytes, MemoryKind::Host);
+  }
 
   // Non-blocking; does not progress. false while the request is in progress; true when it
   // completed (then *bytes, if bytes is not null, holds the bytes sent or received); an error

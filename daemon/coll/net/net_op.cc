@@ -77,6 +77,16 @@ Status validate(const NetOpSpec& spec) {
   if (spec.self >= n) return bad(spec, "self " + std::to_string(spec.self) + " out of range");
   if (spec.options.maxInFlight == 0) return bad(spec, "maxInFlight must be at least 1");
   if (spec.options.chunkBytes == 0) return bad(spec, "chunkBytes must be at least 1");
+  if (spec.memory != transport::MemoryKind::Host) {
+    if (spec.kind != NetOpKind::Send && spec.kind != NetOpKind::Recv) {
+      return bad(spec, std::string("only send and recv take ") +
+                           transport::memoryKindName(spec.memory) + " memory");
+    }
+    if (!spec.transport->movesMemory(spec.memory)) {
+      return bad(spec, std::string("the transport moves no ") +
+                           transport::memoryKindName(spec.memory) + " memory");
+    }
+  }
   if (spec.kind == NetOpKind::Barrier) return okStatus();
 
   HC_RETURN_IF_ERROR(isReduction(spec.kind) ? checkReduction(spec.dtype, spec.redop)

@@ -134,6 +134,10 @@ struct NetOpSpec {
   std::vector<uint64_t> blockOffsets;  // per node, or empty for prefix sums
   std::vector<uint64_t> sendCounts;    // AllToAll: per destination node
   std::vector<uint64_t> sendOffsets;   // AllToAll: per destination node, or empty
+  // Send/Recv: the memory `buffer` lies in, lent to the transport as it is (a device-direct
+  // transfer; the transport must move that kind). Every other kind reads or combines its
+  // buffers on the CPU, so Host only.
+  transport::MemoryKind memory = transport::MemoryKind::Host;
   NetOpOptions options;
 };
 

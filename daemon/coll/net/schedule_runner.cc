@@ -21,6 +21,10 @@ ScheduleRunner::ScheduleRunner(const NetOpSpec& spec, Schedule schedule)
       self_(spec.self),
       comm_(spec.comm),
       seq_(spec.seq),
+      memory_(spec.memory),
+      minTail_(spec.kind == NetOpKind::Send || spec.kind == NetOpKind::Recv
+                   ? spec.transport->directMinBytes()
+                   : 0),
       dtype_(spec.dtype),
       redop_(interNodeRedop(spec.redop)),
       divideWhenFinal_((spec.kind == NetOpKind::AllReduce || spec.kind == NetOpKind::Reduce ||
@@ -210,11 +214,14 @@ Status ScheduleRunner::atNode(int node, const Status& status) const {
 // ---- chunks ----------------------------------------------------------------------------------
 
 size_t ScheduleRunner::chunkCount(size_t bytes) const {
-  return bytes == 0 ? 1 : (bytes + chunkBytes_ - 1) / chunkBytes_;
+  if (bytes == 0) return 1;
+  const size_t count = (bytes + chunkBytes_ - 1) / chunkBytes_;
+  const size_t tail = bytes - (count - 1) * chunkBytes_;
+  return count > 1 && tail < minTail_ ? count - 1 : count;
 }
 
 size_t ScheduleRunner::chunkEnd(size_t bytes, size_t chunk) const {
-  return std::min(bytes, (chunk + 1) * chunkBytes_);
+  return chunk + 1 == chunkCount(bytes) ? bytes : std::min(bytes, (chunk + 1) * chunkBytes_);
 }
 
 void ScheduleRunner::nextChunk(Cursor& cursor, const std::vector<size_t>& counts) const {

@@ -77,7 +77,8 @@ class ScheduleRunner final : public NetOp {
   // Tests every request still pending in Draining; true once none is left.
   bool drain();
 
-  // A region of `bytes` is cut into chunkCount(bytes) chunks; chunk k is [chunkBegin, chunkEnd).
+  // A region of `bytes` is cut into chunkCount(bytes) chunks; chunk k is [chunkBegin, chunkEnd):
+  // chunkBytes_ each but the last, which is longer when the tail alone would be under minTail_.
   size_t chunkCount(size_t bytes) const;
   size_t chunkBegin(size_t chunk) const { return chunk * chunkBytes_; }
   size_t chunkEnd(size_t bytes, size_t chunk) const;
@@ -97,6 +98,10 @@ class ScheduleRunner final : public NetOp {
   const uint32_t self_;
   const uint16_t comm_;
   const uint32_t seq_;
+  const transport::MemoryKind memory_;  // of the op's buffer (send/recv); slots are host memory
+  // Send/recv: a last chunk shorter than this joins the one before it. Either end of a transfer
+  // may lend device memory, where a short (inline) message cannot land; both ends cut alike.
+  const size_t minTail_;
   const uint8_t dtype_;
   const uint8_t redop_;         // between nodes (interNodeRedop)
   const bool divideWhenFinal_;  // Avg: the finalizing reduction divides by finalDivisor_

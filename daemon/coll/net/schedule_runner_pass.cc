@@ -155,9 +155,9 @@ Status ScheduleRunner::postReceives() {
       break;  // these bytes are still to be sent; that happens without our help
     }
     const int node = step.recvFrom;
-    Result<transport::RequestId> id =
-        transport_.postRecv(peers_[node], dataTag(comm_, seq_, receivedOnLink_[node]), into,
-                            static_cast<size_t>(end - begin));
+    Result<transport::RequestId> id = transport_.postRecv(
+        peers_[node], dataTag(comm_, seq_, receivedOnLink_[node]), into,
+        static_cast<size_t>(end - begin), slotIndex >= 0 ? transport::MemoryKind::Host : memory_);
     if (!id.isOk()) {
       failedNode_ = node;
       return atNode(node, id.status());
@@ -181,7 +181,7 @@ Status ScheduleRunner::postSends() {
     const int node = step.sendTo;
     Result<transport::RequestId> id =
         transport_.postSend(peers_[node], dataTag(comm_, seq_, sentOnLink_[node]), begin,
-                            static_cast<size_t>(end - begin));
+                            static_cast<size_t>(end - begin), memory_);
     if (!id.isOk()) {
       failedNode_ = node;
       return atNode(node, id.status());

@@ -46,9 +46,9 @@ CudaDevice::CudaDevice(std::shared_ptr<CudaDriver> driver, int ordinal)
   // cuMemcpyAsync infers each side's device from the address (unified addressing, which every
   // 64-bit Linux context has), so one copy reaches another GPU's memory.
   caps_.peerCopy = true;
-  // GPU memory goes to a transport only through GPUDirect RDMA, which nothing probes yet; pinned
-  // staging memory is ordinary host memory to a transport.
-  caps_.transportMemory = {};
+  // A transport built with CUDA support may be lent this GPU's memory; whether it moves it
+  // zero-copy (GPUDirect RDMA) the daemon probes before it does (session/direct_probe.h).
+  caps_.transportMemory = {MemoryType::Cuda};
 }
 
 Result<std::unique_ptr<CudaDevice>> CudaDevice::open(std::shared_ptr<CudaDriver> driver,

@@ -45,9 +45,9 @@ HipDevice::HipDevice(std::shared_ptr<const HipApi> api, int ordinal)
   // hipMemcpyDefault infers each side's device from the address (unified addressing), so one
   // copy reaches another GPU's memory.
   caps_.peerCopy = true;
-  // GPU memory goes to a transport only through GPUDirect RDMA (ROCm peer memory), which nothing
-  // probes yet; pinned staging memory is ordinary host memory to a transport.
-  caps_.transportMemory = {};
+  // A transport built with ROCm support may be lent this GPU's memory; whether it moves it
+  // zero-copy (ROCm peer memory) the daemon probes before it does (session/direct_probe.h).
+  caps_.transportMemory = {MemoryType::Hip};
 }
 
 Result<std::unique_ptr<HipDevice>> HipDevice::open(std::shared_ptr<const HipApi> api, int ordinal,

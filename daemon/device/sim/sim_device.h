@@ -39,15 +39,16 @@ struct SimFaults {
 // over SCM_RIGHTS) and its exact size in `size`; `bytes` is the client's allocation id, unused
 // here. The memfd must carry the SHRINK and GROW seals (SimAllocation::import).
 //
-// The data path cannot hand sim memory to the transport (capabilities().transportMemory is
-// empty): like a GPU without GPUDirect, its bytes reach the network by staging through host
-// memory. Copies may name any memory of this process (imports, pinned, ordinary host memory, as
-// CUDA's unified addressing allows), including the memory of another sim device of the same
-// vendor (capabilities().peerCopy), but not of another vendor's (InvalidArgument): no runtime
-// copies between an NVIDIA and an AMD GPU. Kernels (reduceAsync) must not touch another sim
-// device's memory (InvalidArgument), as a GPU kernel without peer access cannot. A range that
-// starts in an import, a device allocation or a pinned allocation must end inside it
-// (InvalidArgument), which catches what a GPU would report as an illegal address.
+// By default the data path cannot hand sim memory to the transport (capabilities().
+// transportMemory is empty): like a GPU without GPUDirect, its bytes reach the network by staging
+// through host memory. exposeToTransport() models the other case. Copies may name any memory of
+// this process (imports, pinned, ordinary host memory, as CUDA's unified addressing allows),
+// including the memory of another sim device of the same vendor (capabilities().peerCopy), but not
+// of another vendor's (InvalidArgument): no runtime copies between an NVIDIA and an AMD GPU.
+// Kernels (reduceAsync) must not touch another sim device's memory (InvalidArgument), as a GPU
+// kernel without peer access cannot. A range that starts in an import, a device allocation or a
+// pinned allocation must end inside it (InvalidArgument), which catches what a GPU would report as
+// an illegal address.
 //
 // Thread-safe: bookkeeping is under one mutex, never held while data moves; the work itself runs
 // on each stream's worker.
@@ -66,6 +67,11 @@ class SimDevice final : public Device {
   ~SimDevice() override;
   SimDevice(const SimDevice&) = delete;
   SimDevice& operator=(const SimDevice&) = delete;
+
+  // From now on capabilities().transportMemory is {Host}: sim memory is host memory, so a
+  // transport can read and write it in place, as a NIC with GPUDirect RDMA reaches a GPU's
+  // (the daemon still probes it before it lends it). Before the device is shared.
+  void exposeToTransport() { caps_.transportMemory = {MemoryType::Host}; }
 
   // "sim nvidia:0", as error messages name this device.
   const std::string& name() const { return name_; }

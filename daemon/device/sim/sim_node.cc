@@ -34,8 +34,10 @@ Status addSimDevices(DeviceRegistry& registry, const SimNodeOptions& options,
   }
   for (auto [vendor, count] : wanted) {
     for (int i = 0; i < count; ++i) {
-      HC_RETURN_IF_ERROR(registry.add(std::make_unique<SimDevice>(
-          vendor, i, options.timing, options.faults, kernel, options.memoryBytes)));
+      auto device = std::make_unique<SimDevice>(vendor, i, options.timing, options.faults, kernel,
+                                                options.memoryBytes);
+      if (options.nicDirect) device->exposeToTransport();
+      HC_RETURN_IF_ERROR(registry.add(std::move(device)));
     }
   }
   return okStatus();

@@ -21,6 +21,8 @@ struct SimNodeOptions {
   simdev::StreamTiming timing;
   SimFaults faults;  // applied to every sim device of the node
   uint64_t memoryBytes = kDefaultSimMemoryBytes;
+  // Every sim device lets the transport reach its memory (SimDevice::exposeToTransport).
+  bool nicDirect = false;
 };
 
 // Adds options.nvidia NVIDIA-labelled then options.amd AMD-labelled SimDevices, each running

@@ -37,6 +37,9 @@ struct LoopbackFabric::Endpoint {
     uint64_t tag;
     void* buf;        // receives only
     size_t capacity;  // receives only
+    // Receives only: the memory `buf` lies in, and the shortest message it takes (minBytes of
+    // the endpoint's claim for a kind other than Host, else 0).
+    size_t minBytes = 0;
     State state = State::Posted;
     Status status;
     size_t bytes = 0;  // sent or received, on success

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -22,6 +23,17 @@ Status truncated(size_t message, size_t buffer, PeerId peer, uint64_t tag) {
   return Status(Code::TransportError, "message of " + std::to_string(message) + " B from " +
                                           describe(peer, tag) + " is longer than the " +
                                           std::to_string(buffer) + " B receive buffer");
+}
+
+Status tooShort(size_t message, size_t minBytes) {
+  return Status(Code::TransportError, "a message of " + std::to_string(message) +
+                                          " B cannot land in device memory (at least " +
+                                          std::to_string(minBytes) + " B)");
+}
+
+Status unmoved(MemoryKind kind) {
+  return invalidArgument(std::string("the loopback transport does not move ") +
+                         memoryKindName(kind) + " memory");
 }
 
 }  // namespace
@@ -84,9 +96,15 @@ Status LoopbackTransport::checkPeerLocked(PeerId peer) {
   return okStatus();
 }
 
+bool LoopbackTransport::movesMemory(MemoryKind kind) const {
+  return kind == MemoryKind::Host ||
+         std::find(claimed_.begin(), claimed_.end(), kind) != claimed_.end();
+}
+
 Result<RequestId> LoopbackTransport::postSend(PeerId peer, uint64_t tag, const void* buf,
-                                              size_t bytes) {
+                                              size_t bytes, MemoryKind kind) {
   if (buf == nullptr && bytes > 0) return invalidArgument("postSend: null buffer");
+  if (!movesMemory(kind)) return unmoved(kind);
   std::lock_guard<std::mutex> lock(fabric_.mutex_);
   HC_RETURN_IF_ERROR(checkPeerLocked(peer));
   Endpoint& to = *fabric_.liveLocked(peer);
@@ -98,6 +116,8 @@ Result<RequestId> LoopbackTransport::postSend(PeerId peer, uint64_t tag, const v
     Endpoint::Request& r = to.requests.at(recv);
     if (bytes > r.capacity) {
       to.finish(recv, truncated(bytes, r.capacity, id_, tag));
+    } else if (bytes > 0 && bytes < r.minBytes) {
+      to.finish(recv, tooShort(bytes, r.minBytes));
     } else {
       if (bytes > 0) std::memcpy(r.buf, buf, bytes);
       to.finish(recv, okStatus(), bytes);
@@ -113,13 +133,16 @@ Result<RequestId> LoopbackTransport::postSend(PeerId peer, uint64_t tag, const v
   return id;
 }
 
-Result<RequestId> LoopbackTransport::postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes) {
+Result<RequestId> LoopbackTransport::postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes,
+                                              MemoryKind kind) {
   if (buf == nullptr && bytes > 0) return invalidArgument("postRecv: null buffer");
+  if (!movesMemory(kind)) return unmoved(kind);
   std::lock_guard<std::mutex> lock(fabric_.mutex_);
   HC_RETURN_IF_ERROR(checkPeerLocked(peer));
   Endpoint& me = self();
   const MatchKey key{peer, tag};
-  RequestId id = me.add(Endpoint::Request{peer, tag, buf, bytes});
+  RequestId id =
+      me.add(Endpoint::Request{peer, tag, buf, bytes, kind == MemoryKind::Host ? 0 : minBytes_});
   auto arrived = me.unexpected.find(key);
   if (arrived == me.unexpected.end()) {
     me.posted[key].push_back(id);
@@ -131,6 +154,8 @@ Result<RequestId> LoopbackTransport::postRecv(PeerId peer, uint64_t tag, void* b
   if (arrived->second.empty()) me.unexpected.erase(arrived);
   if (message.size() > bytes) {
     me.finish(id, truncated(message.size(), bytes, peer, tag));
+  } else if (!message.empty() && message.size() < minBytes_ && kind != MemoryKind::Host) {
+    me.finish(id, tooShort(message.size(), minBytes_));
   } else {
     if (!message.empty()) std::memcpy(buf, message.data(), message.size());
     me.finish(id, okStatus(), message.size());

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "common/unique_fd.h"
 #include "daemon/transport/transport.h"
@@ -75,14 +76,28 @@ class LoopbackTransport final : public Transport {
   LoopbackTransport& operator=(const LoopbackTransport&) = delete;
 
   PeerId id() const { return id_; }
+  // Memory kinds besides Host that this endpoint accepts. It moves every kind with memcpy, so a
+  // test claims one only for memory the CPU can read (a fake device's). Like UCX, which may copy
+  // a short message with the CPU, a message shorter than `minBytes` fails a receive posted in
+  // such memory with TransportError (directMinBytes() returns it). Call before any post.
+  void claimMemory(std::vector<MemoryKind> kinds, size_t minBytes = 0) {
+    claimed_ = std::move(kinds);
+    minBytes_ = minBytes;
+  }
 
   // hc::transport::Transport
   std::string_view name() const override { return "loopback"; }
   PeerAddress address() const override;
   Result<PeerId> connect(const PeerAddress& address) override;
   Status disconnect(PeerId peer) override;
-  Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf, size_t bytes) override;
-  Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes) override;
+  bool movesMemory(MemoryKind kind) const override;
+  size_t directMinBytes() const override { return minBytes_; }
+  using Transport::postRecv;
+  using Transport::postSend;
+  Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf, size_t bytes,
+                             MemoryKind kind) override;
+  Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes,
+                             MemoryKind kind) override;
   using Transport::test;
   Result<bool> test(RequestId request, size_t* bytes) override;
   size_t progress() override;
@@ -105,6 +120,8 @@ class LoopbackTransport final : public Transport {
   LoopbackFabric& fabric_;  // borrowed
   const PeerId id_;
   UniqueFd eventFd_;
+  std::vector<MemoryKind> claimed_;
+  size_t minBytes_ = 0;
 };
 
 }  // namespace hc::transport

@@ -24,6 +24,25 @@ Status truncated(uint64_t message, size_t buffer, PeerId peer, uint64_t tag) {
                                           std::to_string(buffer) + " B receive buffer");
 }
 
+ucs_memory_type_t ucsMemoryType(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::Cuda:
+      return UCS_MEMORY_TYPE_CUDA;
+    case MemoryKind::Rocm:
+      return UCS_MEMORY_TYPE_ROCM;
+    case MemoryKind::Host:
+      break;
+  }
+  return UCS_MEMORY_TYPE_HOST;
+}
+
+// Names the buffer's memory type, so UCX need not detect it (and its memory-type cache is not
+// the only thing between a device pointer and a CPU access).
+void withMemoryType(ucp_request_param_t& param, MemoryKind kind) {
+  param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  param.memory_type = ucsMemoryType(kind);
+}
+
 ucp_request_param_t contiguous() {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
@@ -34,6 +53,16 @@ ucp_request_param_t contiguous() {
 }  // namespace
 
 // ---- posting ----------------------------------------------------------------------------------
+
+bool UcxTransportImpl::movesMemory(MemoryKind kind) const {
+  return kind == MemoryKind::Host || (worker_->memoryTypes() & (1ull << ucsMemoryType(kind))) != 0;
+}
+
+Status UcxTransportImpl::checkMemory(MemoryKind kind) const {
+  if (movesMemory(kind)) return okStatus();
+  return invalidArgument(std::string("this UCX (") + ucp_get_version_string() + ") moves no " +
+                         memoryKindName(kind) + " memory: it was built without that memory type");
+}
 
 UcxTransportImpl::Request& UcxTransportImpl::addRequest(Request::Kind kind, PeerId peer,
                                                         uint64_t tag, void* buf, size_t bytes) {
@@ -51,12 +80,14 @@ UcxTransportImpl::Request& UcxTransportImpl::addRequest(Request::Kind kind, Peer
 }
 
 Result<RequestId> UcxTransportImpl::postSend(PeerId peer, uint64_t tag, const void* buf,
-                                             size_t bytes) {
+                                             size_t bytes, MemoryKind kind) {
   if (buf == nullptr && bytes > 0) return invalidArgument("postSend: null buffer");
+  HC_RETURN_IF_ERROR(checkMemory(kind));
   HC_RETURN_IF_ERROR(checkPostable(peer));
   Peer& to = *peers_.at(peer);
   // UCX only reads a send's buffer; the one pointer type serves both directions.
   Request& request = addRequest(Request::Kind::Send, peer, tag, const_cast<void*>(buf), bytes);
+  request.memory = kind;
   if (!to.stamp || !to.held.empty()) {
     to.held.push_back(request.id);  // until its hello arrives, in post order
   } else {
@@ -74,7 +105,7 @@ void UcxTransportImpl::issueSend(Peer& peer, Request& request) {
   param.cb.send = &UcxTransportImpl::onSendDone;
   param.user_data = &request;
   ucs_status_ptr_t result;
-  if (request.capacity <= options_.inlineBytes) {
+  if (request.capacity <= options_.inlineBytes && request.memory == MemoryKind::Host) {
     // One UCX message: the header, then the payload gathered from the caller's buffer.
     request.header.kind = ControlKind::Inline;
     request.iov[0] = {&request.header, sizeof(MessageHeader)};
@@ -90,6 +121,7 @@ void UcxTransportImpl::issueSend(Peer& peer, Request& request) {
     std::vector<uint8_t> header(sizeof(MessageHeader));
     std::memcpy(header.data(), &request.header, sizeof(MessageHeader));
     sendInternal(peer.ep, controlTag(*peer.stamp, sequence), std::move(header));
+    withMemoryType(param, request.memory);
     result = ucp_tag_send_nbx(peer.ep, request.buf, request.capacity,
                               dataTag(*peer.stamp, sequence), &param);
   }
@@ -100,10 +132,13 @@ void UcxTransportImpl::issueSend(Peer& peer, Request& request) {
   }
 }
 
-Result<RequestId> UcxTransportImpl::postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes) {
+Result<RequestId> UcxTransportImpl::postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes,
+                                             MemoryKind kind) {
   if (buf == nullptr && bytes > 0) return invalidArgument("postRecv: null buffer");
+  HC_RETURN_IF_ERROR(checkMemory(kind));
   HC_RETURN_IF_ERROR(checkPostable(peer));
   Request& request = addRequest(Request::Kind::Recv, peer, tag, buf, bytes);
+  request.memory = kind;
   const MatchKey key{peer, tag};
   auto arrived = unexpected_.find(key);
   if (arrived == unexpected_.end()) {
@@ -124,6 +159,17 @@ void UcxTransportImpl::deliver(Request& request, Arrival& arrival) {
     if (!arrival.isInline) drainData(request.peer, arrival.sequence);
     return;
   }
+  if (arrival.isInline && arrival.bytes > 0 && request.memory != MemoryKind::Host) {
+    // The payload sits in our header buffer; only a CPU copy could move it, and the CPU cannot
+    // write device memory. Senders of device memory never inline; a host send this short
+    // should have met a staged receive (directMinBytes()).
+    finish(request,
+           Status(Code::TransportError, "a message of " + std::to_string(arrival.bytes) +
+                                            " B arrived inline, which cannot land in " +
+                                            memoryKindName(request.memory) + " memory (at least " +
+                                            std::to_string(directMinBytes()) + " B go direct)"));
+    return;
+  }
   if (arrival.isInline) {
     if (arrival.bytes > 0) {
       std::memcpy(request.buf, arrival.control.data() + sizeof(MessageHeader), arrival.bytes);
@@ -133,6 +179,7 @@ void UcxTransportImpl::deliver(Request& request, Arrival& arrival) {
   }
   ucp_request_param_t param = contiguous();
   param.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  withMemoryType(param, request.memory);
   param.cb.recv = &UcxTransportImpl::onRecvDone;
   param.user_data = &request;
   // The sender stamped its data with our id for it, which is the request's peer.

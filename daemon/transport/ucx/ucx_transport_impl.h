@@ -51,8 +51,14 @@ class UcxTransportImpl final : public Transport {
   PeerAddress address() const override { return PeerAddress{address_}; }
   Result<PeerId> connect(const PeerAddress& address) override;
   Status disconnect(PeerId peer) override;
-  Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf, size_t bytes) override;
-  Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes) override;
+  bool movesMemory(MemoryKind kind) const override;
+  size_t directMinBytes() const override { return options_.inlineBytes + 1; }
+  using Transport::postRecv;
+  using Transport::postSend;
+  Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf, size_t bytes,
+                             MemoryKind kind) override;
+  Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes,
+                             MemoryKind kind) override;
   using Transport::test;
   Result<bool> test(RequestId request, size_t* bytes) override;
   size_t progress() override;
@@ -92,6 +98,7 @@ class UcxTransportImpl final : public Transport {
     uint64_t tag;
     void* buf;        // a send's payload is only read
     size_t capacity;  // a send's length
+    MemoryKind memory = MemoryKind::Host;
     State state = State::Waiting;
     void* ucx = nullptr;
     // Set when the peer was disconnected or failed while UCX still held the request: it then
@@ -148,6 +155,8 @@ class UcxTransportImpl final : public Transport {
   void forceClose(Peer& peer);
   // NotFound unless connected; Unavailable once failed.
   Status checkPostable(PeerId peer) const;
+  // InvalidArgument for a memory kind this UCX was not built to move.
+  Status checkMemory(MemoryKind kind) const;
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   // Fails every request with `peer` that is not final yet with `why`, and drops its arrivals.
   void detachPeer(Peer& peer, const Status& why);

@@ -62,6 +62,11 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::create(const UcxOptions& options) 
   const auto* bytes = reinterpret_cast<const uint8_t*>(address);
   self->address_.assign(bytes, bytes + length);
   ucp_worker_release_address(self->worker_, address);
+
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  HC_UCS_TRY(ucp_context_query(self->context_, &attr), "ucp_context_query");
+  self->memoryTypes_ = attr.memory_types;
   return self;
 }
 

@@ -28,6 +28,9 @@ class UcxWorker {
   int eventFd() const { return eventFd_; }
   // ucp_worker_get_address(), copied.
   const std::vector<uint8_t>& address() const { return address_; }
+  // The memory types UCX can move, a bit per ucs_memory_type_t (ucp_context_query): host only
+  // for a UCX built without CUDA or ROCm support, as Debian's is.
+  uint64_t memoryTypes() const { return memoryTypes_; }
 
  private:
   UcxWorker() = default;
@@ -36,6 +39,7 @@ class UcxWorker {
   ucp_worker_h worker_ = nullptr;
   int eventFd_ = -1;
   std::vector<uint8_t> address_;
+  uint64_t memoryTypes_ = 0;
 };
 
 }  // namespace hc::transport::ucx

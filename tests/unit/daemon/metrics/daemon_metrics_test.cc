@@ -50,7 +50,9 @@ TEST(DaemonMetricsTest, EveryFamilyIsAnnouncedBeforeAnyEvent) {
       {"hetero_comm_peer_up", "gauge"},
       {"hetero_comm_clients", "gauge"},
       {"hetero_comm_staging_fallback_total", "counter"},
-      {"hetero_comm_device_reductions_total", "counter"}};
+      {"hetero_comm_device_reductions_total", "counter"},
+      {"hetero_comm_device_direct_transfers_total", "counter"},
+      {"hetero_comm_device_direct", "gauge"}};
   ASSERT_EQ(parsed.families.size(), expected.size());
   for (const auto& [name, type] : expected) {
     const testing::ParsedFamily* family = parsed.family(name);
@@ -174,6 +176,11 @@ TEST(DaemonMetricsTest, PeerUpClientsAndStagingFallbacks) {
   metrics.deviceReduction(false);
   metrics.deviceReduction(true);
   metrics.deviceReduction(true);
+  metrics.deviceDirectTransfer();
+  metrics.deviceDirectTransfer();
+  metrics.deviceDirectTransfer();
+  metrics.setDeviceDirect("sim:nvidia:0", true);
+  metrics.setDeviceDirect("cuda:nvidia:0", false);
   const Exposition parsed = parse(metrics);
   EXPECT_EQ(parsed.value("hetero_comm_peer_up", {{"peer", "10.0.0.2:9411"}}), 1);
   EXPECT_EQ(parsed.value("hetero_comm_peer_up", {{"peer", "10.0.0.3:9411"}}), 0);
@@ -183,6 +190,9 @@ TEST(DaemonMetricsTest, PeerUpClientsAndStagingFallbacks) {
   EXPECT_EQ(parsed.value("hetero_comm_staging_fallback_total", {{"reason", "no_gpudirect"}}), 1);
   EXPECT_EQ(parsed.value("hetero_comm_device_reductions_total", {{"devices", "one"}}), 1);
   EXPECT_EQ(parsed.value("hetero_comm_device_reductions_total", {{"devices", "several"}}), 2);
+  EXPECT_EQ(parsed.value("hetero_comm_device_direct_transfers_total"), 3);
+  EXPECT_EQ(parsed.value("hetero_comm_device_direct", {{"device", "sim:nvidia:0"}}), 1);
+  EXPECT_EQ(parsed.value("hetero_comm_device_direct", {{"device", "cuda:nvidia:0"}}), 0);
   metrics.setClients(0);
   EXPECT_EQ(parse(metrics).value("hetero_comm_clients"), 0);
 }

@@ -44,13 +44,17 @@ class FreezableTransport final : public transport::Transport {
     return inner_->connect(address);
   }
   Status disconnect(transport::PeerId peer) override { return inner_->disconnect(peer); }
+  bool movesMemory(transport::MemoryKind kind) const override { return inner_->movesMemory(kind); }
+  size_t directMinBytes() const override { return inner_->directMinBytes(); }
+  using Transport::postRecv;
+  using Transport::postSend;
   Result<transport::RequestId> postSend(transport::PeerId peer, uint64_t tag, const void* buf,
-                                        size_t bytes) override {
-    return inner_->postSend(peer, tag, buf, bytes);
+                                        size_t bytes, transport::MemoryKind kind) override {
+    return inner_->postSend(peer, tag, buf, bytes, kind);
   }
   Result<transport::RequestId> postRecv(transport::PeerId peer, uint64_t tag, void* buf,
-                                        size_t bytes) override {
-    return inner_->postRecv(peer, tag, buf, bytes);
+                                        size_t bytes, transport::MemoryKind kind) override {
+    return inner_->postRecv(peer, tag, buf, bytes, kind);
   }
   using Transport::test;
   Result<bool> test(transport::RequestId request, size_t* bytes) override {

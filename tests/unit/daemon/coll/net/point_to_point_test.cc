@@ -13,12 +13,23 @@
 namespace hc::coll::net::testing {
 namespace {
 
+// Memory kinds the transfer's ends lend: the receive lent as device memory where the endpoints
+// claim that kind with a minimum message size (LoopbackTransport::claimMemory), as UCX has one.
+struct Lending {
+  transport::MemoryKind send = transport::MemoryKind::Host;
+  transport::MemoryKind recv = transport::MemoryKind::Host;
+  size_t minBytes = 0;
+};
+
 // One transfer from node `from` to node `to` of a cluster of `nodes`; the others stay idle.
 void transfer(size_t nodes, uint32_t from, uint32_t to, uint8_t dtype, size_t count,
-              const Pipeline& pipeline) {
+              const Pipeline& pipeline, const Lending& lending = {}) {
   SCOPED_TRACE(std::to_string(from) + " -> " + std::to_string(to) + " of " + std::to_string(nodes) +
                ", " + dtypeLabel(dtype) + " count " + std::to_string(count) + ", " + pipeline.name);
   Cluster cluster(nodes);
+  for (size_t n = 0; n < nodes; ++n) {
+    cluster.endpoint(n).claimMemory({transport::MemoryKind::Cuda}, lending.minBytes);
+  }
   const std::vector<uint8_t> data = encode(dtype, randomValues(dtype, kSum, count, from + 7));
   Guarded sent(data.size()), received(data.size());
   sent.assign(data);
@@ -27,12 +38,14 @@ void transfer(size_t nodes, uint32_t from, uint32_t to, uint8_t dtype, size_t co
   send.root = to;
   send.count = count;
   send.buffer = sent.data();
+  send.memory = lending.send;
   applyPipeline(send, pipeline);
   NetOpSpec recv = cluster.spec(to, NetOpKind::Recv);
   recv.dtype = dtype;
   recv.root = from;
   recv.count = count;
   recv.buffer = received.data();
+  recv.memory = lending.recv;
   applyPipeline(recv, pipeline);
   Result<NetOpPtr> sendOp = makeNetOp(send), recvOp = makeNetOp(recv);
   ASSERT_TRUE(sendOp.isOk()) << sendOp.status().toString();
@@ -54,6 +67,18 @@ TEST(SendRecvTest, DeliversTheBufferBetweenAnyTwoNodes) {
         transfer(nodes, static_cast<uint32_t>(nodes - 1), 0, kInt64, count, pipeline);
       }
     }
+  }
+}
+
+TEST(SendRecvTest, ADeviceMemoryEndGetsNoChunkShorterThanTheTransportLetsLand) {
+  // 1000-byte chunks, and messages under 300 bytes cannot land in device memory: a tail chunk of
+  // 4 or 296 bytes must ride with the chunk before it, on both ends alike.
+  const Pipeline chunks{"KilobyteChunks", 1000, 2};
+  const Lending deviceRecv{transport::MemoryKind::Host, transport::MemoryKind::Cuda, 300};
+  const Lending deviceSend{transport::MemoryKind::Cuda, transport::MemoryKind::Host, 300};
+  for (size_t count : {76, 251, 1001, 1074, 2324, 5000}) {  // fp32: 4 B each
+    transfer(2, 0, 1, kFloat32, count, chunks, deviceRecv);
+    transfer(2, 1, 0, kFloat32, count, chunks, deviceSend);
   }
 }
 

@@ -1,0 +1,104 @@
+// Device-direct transfers between daemons: a daemon probes at startup whether UCX takes each
+// device's memory in place, and lends it to UCX for sends and receives when the probe passed.
+// Sim devices with devices.sim.nic_direct stand in for GPUs behind a GPUDirect-capable NIC (sim
+// memory is host memory, which this UCX moves); without it they stand in for GPUs without it.
+// Checked through the whole matrix (its send/recv ring crosses daemons in both directions,
+// between a daemon that lends in place and one that stages), the daemons' logs and /metrics.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/integration/metrics_scrape.h"
+#include "tests/integration/multi_daemon.h"
+
+namespace hc::integ {
+namespace {
+
+using std::chrono::seconds;
+
+const std::string kDirectGauge = "hetero_comm_device_direct{device=\"sim:nvidia:0\"}";
+const std::string kDirectTransfers = "hetero_comm_device_direct_transfers_total";
+const std::string kStagedTransfers =
+    "hetero_comm_staging_fallback_total{reason=\"transport_host_only\"}";
+
+TEST(DeviceDirectTest, TransfersGoInPlaceWhereTheProbePassedAndStageElsewhere) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 2;
+  options.daemonArgs = {"--set", "devices.sim.nvidia=1",      "--set", "devices.sim.copy_gbps=2",
+                        "--set", "metrics.listen=127.0.0.1:0"};
+  // Daemon 0's sim device is reachable in place; daemon 1's is a GPU without GPUDirect.
+  options.perDaemonArgs = [](int d) {
+    return std::vector<std::string>{
+        "--set", std::string("devices.sim.nic_direct=") + (d == 0 ? "true" : "false")};
+  };
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  EXPECT_NE(cluster->daemon(0).log().find("device sim nvidia:0: transfers go device-direct"),
+            std::string::npos)
+      << cluster->daemon(0).log();
+  EXPECT_NE(cluster->daemon(1).log().find("device sim nvidia:0: staged through host memory "
+                                          "(its memory reaches a transport only through host "
+                                          "copies)"),
+            std::string::npos)
+      << cluster->daemon(1).log();
+
+  // Two ranks per daemon, every buffer on its daemon's sim device: the send/recv ring crosses
+  // daemons from rank 1 to rank 2 (in place out of daemon 0, staged into daemon 1) and from
+  // rank 3 to rank 0 (staged out of daemon 1, in place into daemon 0).
+  auto job =
+      ClusterJob::start(*cluster, "matrix", {0, 0, 1, 1},
+                        {"--mode", "matrix", "--seed", "11", "--watchdog", "150"}, &error, [](int) {
+                          return std::vector<std::string>{"--device", "sim:nvidia:0"};
+                        });
+  ASSERT_NE(job, nullptr) << error;
+  expectClusterJobSucceeds(*job, *cluster, seconds(170));
+  job.reset();
+
+  const std::string direct =
+      scrapeMetrics(loggedPort(cluster->daemon(0), "metrics listening on http://127.0.0.1:"));
+  const std::string staged =
+      scrapeMetrics(loggedPort(cluster->daemon(1), "metrics listening on http://127.0.0.1:"));
+  EXPECT_EQ(metricSample(direct, kDirectGauge), 1) << direct;
+  EXPECT_EQ(metricSample(staged, kDirectGauge), 0) << staged;
+  // Daemon 0's large transfers went in place; its small ones (at most UCX's inline size) and all
+  // of daemon 1's staged.
+  EXPECT_GT(metricSample(direct, kDirectTransfers), 0) << direct;
+  EXPECT_LE(metricSample(staged, kDirectTransfers), 0) << staged;
+  EXPECT_GT(metricSample(staged, kStagedTransfers), metricSample(direct, kStagedTransfers))
+      << direct << staged;
+  for (int d = 0; d < cluster->size(); ++d) {
+    EXPECT_EQ(cluster->daemon(d).stop(), 0) << "daemon " << d << "\n" << cluster->logTails();
+  }
+}
+
+TEST(DeviceDirectTest, WithDevicesDirectOffEveryTransferStages) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 2;
+  options.daemonArgs = {"--set", "devices.sim.nvidia=1", "--set", "devices.sim.nic_direct=true",
+                        "--set", "devices.direct=false", "--set", "metrics.listen=127.0.0.1:0"};
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  auto job =
+      ClusterJob::start(*cluster, "matrix", {0, 1},
+                        {"--mode", "matrix", "--seed", "12", "--watchdog", "150"}, &error, [](int) {
+                          return std::vector<std::string>{"--device", "sim:nvidia:0"};
+                        });
+  ASSERT_NE(job, nullptr) << error;
+  expectClusterJobSucceeds(*job, *cluster, seconds(170));
+  job.reset();
+  for (int d = 0; d < cluster->size(); ++d) {
+    const std::string m =
+        scrapeMetrics(loggedPort(cluster->daemon(d), "metrics listening on http://127.0.0.1:"));
+    EXPECT_EQ(metricSample(m, kDirectGauge), -1) << "not probed: " << m;
+    EXPECT_LE(metricSample(m, kDirectTransfers), 0) << m;
+    EXPECT_GT(metricSample(m, kStagedTransfers), 0) << m;
+    EXPECT_EQ(cluster->daemon(d).log().find("device-direct"), std::string::npos);
+    EXPECT_EQ(cluster->daemon(d).stop(), 0) << "daemon " << d << "\n" << cluster->logTails();
+  }
+}
+
+}  // namespace
+}  // namespace hc::integ
