@@ -6,6 +6,7 @@
 // between a daemon that lends in place and one that stages), the daemons' logs and /metrics.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,11 @@
 namespace hc::integ {
 namespace {
 
+using std::chrono::milliseconds;
 using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> onDevice(int) { return {"--device", "sim:nvidia:0"}; }
 
 const std::string kDirectGauge = "hetero_comm_device_direct{device=\"sim:nvidia:0\"}";
 const std::string kDirectTransfers = "hetero_comm_device_direct_transfers_total";
@@ -47,11 +52,9 @@ TEST(DeviceDirectTest, TransfersGoInPlaceWhereTheProbePassedAndStageElsewhere) {
   // Two ranks per daemon, every buffer on its daemon's sim device: the send/recv ring crosses
   // daemons from rank 1 to rank 2 (in place out of daemon 0, staged into daemon 1) and from
   // rank 3 to rank 0 (staged out of daemon 1, in place into daemon 0).
-  auto job =
-      ClusterJob::start(*cluster, "matrix", {0, 0, 1, 1},
-                        {"--mode", "matrix", "--seed", "11", "--watchdog", "150"}, &error, [](int) {
-                          return std::vector<std::string>{"--device", "sim:nvidia:0"};
-                        });
+  auto job = ClusterJob::start(*cluster, "matrix", {0, 0, 1, 1},
+                               {"--mode", "matrix", "--seed", "11", "--watchdog", "150"}, &error,
+                               onDevice);
   ASSERT_NE(job, nullptr) << error;
   expectClusterJobSucceeds(*job, *cluster, seconds(170));
   job.reset();
@@ -81,11 +84,9 @@ TEST(DeviceDirectTest, WithDevicesDirectOffEveryTransferStages) {
                         "--set", "devices.direct=false", "--set", "metrics.listen=127.0.0.1:0"};
   auto cluster = DaemonCluster::start(options, &error);
   ASSERT_NE(cluster, nullptr) << error;
-  auto job =
-      ClusterJob::start(*cluster, "matrix", {0, 1},
-                        {"--mode", "matrix", "--seed", "12", "--watchdog", "150"}, &error, [](int) {
-                          return std::vector<std::string>{"--device", "sim:nvidia:0"};
-                        });
+  auto job = ClusterJob::start(*cluster, "matrix", {0, 1},
+                               {"--mode", "matrix", "--seed", "12", "--watchdog", "150"}, &error,
+                               onDevice);
   ASSERT_NE(job, nullptr) << error;
   expectClusterJobSucceeds(*job, *cluster, seconds(170));
   job.reset();
@@ -98,6 +99,60 @@ TEST(DeviceDirectTest, WithDevicesDirectOffEveryTransferStages) {
     EXPECT_EQ(cluster->daemon(d).log().find("device-direct"), std::string::npos);
     EXPECT_EQ(cluster->daemon(d).stop(), 0) << "daemon " << d << "\n" << cluster->logTails();
   }
+}
+
+// A ring of 4 MiB send/recvs between two daemons whose devices both go direct, so UCX holds
+// device memory of both ranks when the victim (a rank's process, or the other daemon) dies. The
+// survivor must end with an error within seconds, and its daemon must stay up and serve a new job
+// (what UCX was lent stayed mapped until UCX let go of it).
+void expectDeathMidDirectTransferFailsTheSurvivor(bool killDaemon) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 2;
+  options.daemonArgs = {"--set", "devices.sim.nvidia=1",
+                        "--set", "devices.sim.nic_direct=true",
+                        "--set", "metrics.listen=127.0.0.1:0"};
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  auto job = ClusterJob::start(
+      *cluster, "direct-death", {0, 1},
+      {"--mode", "devicesendrecv", "--count", "1048576", "--iters", "5000"}, &error, onDevice);
+  ASSERT_NE(job, nullptr) << error;
+  ASSERT_TRUE(job->waitAllOutput("op 1 status=0 wrong=0", seconds(60)))
+      << job->report() << cluster->logTails();
+  const auto killedAt = Clock::now();
+  if (killDaemon) {
+    cluster->daemon(1).kill9();
+  } else {
+    job->proc(1).sendSignal(SIGKILL);
+  }
+  EXPECT_TRUE(job->proc(0).waitExit(seconds(10))) << job->report() << cluster->logTails();
+  EXPECT_LT(std::chrono::duration_cast<milliseconds>(Clock::now() - killedAt).count(), 10000);
+  const std::string out = job->proc(0).output();
+  EXPECT_NE(out.find("op 4999 status="), std::string::npos) << out;
+  EXPECT_EQ(out.find("op 4999 status=0 "), std::string::npos) << out;
+  job.reset();
+  const std::string metrics =
+      scrapeMetrics(loggedPort(cluster->daemon(0), "metrics listening on http://127.0.0.1:"));
+  EXPECT_GT(metricSample(metrics, kDirectTransfers), 0) << metrics;
+  if (!killDaemon) {
+    auto again = ClusterJob::start(
+        *cluster, "after-death", {0, 1},
+        {"--mode", "devicesendrecv", "--count", "1048577", "--iters", "3"}, &error, onDevice);
+    ASSERT_NE(again, nullptr) << error;
+    expectClusterJobSucceeds(*again, *cluster, seconds(60));
+    again.reset();
+    EXPECT_EQ(cluster->daemon(1).stop(), 0) << cluster->logTails();
+  }
+  EXPECT_EQ(cluster->daemon(0).stop(), 0) << cluster->logTails();
+}
+
+TEST(DeviceDirectTest, RankKilledMidDirectTransferFailsThePeerAndBothDaemonsServeOn) {
+  expectDeathMidDirectTransferFailsTheSurvivor(false);
+}
+
+TEST(DeviceDirectTest, DaemonKilledMidDirectTransferFailsThePeerWithinSeconds) {
+  expectDeathMidDirectTransferFailsTheSurvivor(true);
 }
 
 }  // namespace

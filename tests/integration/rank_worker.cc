@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
       {"loop", hc::integ::runLoop},       {"hang", hc::integ::runHang},
       {"idle", hc::integ::runIdle},       {"mismatch", hc::integ::runMismatch},
       {"grid", hc::integ::runGrid},       {"deviceops", hc::integ::runDeviceOps},
+      {"devicesendrecv", hc::integ::runDeviceSendRecv},
       {"streamwait", hc::integ::runStreamWait}};
   // Modes that wait on purpose (for a go file, for a stalled peer, forever) run without one.
   int watchdog = 60;

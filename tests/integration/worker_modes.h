@@ -83,6 +83,9 @@ int runBadArgs(hc_comm_t comm, const WorkerOptions& o);
 // each ordered on a sim stream; prints "op <k> status=<n> wrong=<w> text=<t>" for each and goes on
 // after a failed one (worker_device_modes.cc).
 int runDeviceOps(hc_comm_t comm, const WorkerOptions& o);
+// The same with a ring of send/recv (to rank + 1, from rank - 1) in one group: each rank checks
+// what its predecessor sent.
+int runDeviceSendRecv(hc_comm_t comm, const WorkerOptions& o);
 // Rank 0 posts one stream-ordered allreduce with no request and waits on its stream; the other
 // ranks never post. Prints "posted", then "stream status=" and "result status=" (the async error)
 // once something ends the wait (a dead daemon, an abort).
