@@ -16,6 +16,10 @@ const char* vendorName(Vendor vendor) {
   return "unknown";
 }
 
+std::string deviceLabel(const DeviceInfo& info) {
+  return info.backend + " " + vendorName(info.vendor) + ":" + std::to_string(info.index);
+}
+
 const char* memoryTypeName(MemoryType type) {
   switch (type) {
     case MemoryType::Host:

@@ -37,6 +37,9 @@ struct DeviceInfo {
   std::string pciBusId;  // "0000:3b:00.0"; empty for the host
 };
 
+// "<backend> <vendor>:<index>" ("cuda nvidia:1", "sim amd:0"): how logs and errors name a device.
+std::string deviceLabel(const DeviceInfo& info);
+
 // What a device can do, declared before anyone asks, so that callers choose a path up front
 // instead of trying and failing on the data path.
 struct Capabilities {

@@ -98,6 +98,14 @@ Status StagedMatch::stageIn(const std::vector<PendingOp>& ops,
   return okStatus();
 }
 
+Result<uint8_t*> StagedMatch::reserve(uint64_t bytes, StagingPool* pool) {
+  pool_ = pool;
+  auto b = pool->acquire(bytes);
+  if (!b.isOk()) return b.status();
+  parts_.push_back({0, *b, 0, false});
+  return b->data;
+}
+
 Status StagedMatch::stageOut(const std::vector<PendingOp>& ops) {
   for (const auto& part : parts_) {
     const PendingOp& op = ops[part.op];

@@ -54,6 +54,9 @@ class StagedMatch {
                                DeviceCopier* copier);
   // Writes the receive parts back into the clients' memory and devices.
   [[nodiscard]] Status stageOut(const std::vector<PendingOp>& ops);
+  // A pool buffer of at least `bytes` that nothing copies into or out of here (its user stages
+  // it elsewhere), kept until this object goes.
+  [[nodiscard]] Result<uint8_t*> reserve(uint64_t bytes, StagingPool* pool);
 
  private:
   struct Part {

@@ -7,13 +7,9 @@
 namespace hc::session {
 namespace {
 
-std::string deviceName(const device::Device& d) {
-  return d.info().backend + " " + device::vendorName(d.info().vendor) + ":" +
-         std::to_string(d.info().index);
-}
-
 Status copyFailed(const device::Device& d, const Status& why) {
-  return Status{Code::DeviceError, "copy on " + deviceName(d) + " failed: " + why.message()};
+  return Status{Code::DeviceError,
+                "copy on " + device::deviceLabel(d.info()) + " failed: " + why.message()};
 }
 
 }  // namespace
@@ -39,11 +35,11 @@ Result<uint8_t*> DeviceCopier::scratch(device::Device* device, uint64_t bytes) {
   auto allocated = device->allocDevice(bytes);
   if (!allocated.isOk()) {
     return Status{allocated.status().code(), "scratch of " + std::to_string(bytes) + " B on " +
-                                                 deviceName(*device) + ": " +
+                                                 device::deviceLabel(device->info()) + ": " +
                                                  allocated.status().message()};
   }
-  spdlog::info("{}: {} B of device memory for reductions across devices", deviceName(*device),
-               bytes);
+  spdlog::info("{}: {} B of device memory for reductions across devices",
+               device::deviceLabel(device->info()), bytes);
   scratch_[device] = {*allocated, bytes};
   return static_cast<uint8_t*>(*allocated);
 }
@@ -104,7 +100,8 @@ Status DeviceCopier::drain() {
     if (it == streams_.end()) continue;
     Status synced = lane.first->synchronize(it->second);
     if (synced.isOk()) continue;
-    spdlog::warn("{}: staging copy failed: {}", deviceName(*lane.first), synced.message());
+    spdlog::warn("{}: staging copy failed: {}", device::deviceLabel(lane.first->info()),
+                 synced.message());
     drop(lane);
     if (first.isOk()) first = copyFailed(*lane.first, synced);
   }
@@ -126,11 +123,11 @@ Status DeviceCopier::reduce(device::Device* device, const device::ReduceWork& wo
   Status synced = device->synchronize(*stream);
   if (status.isOk()) status = synced;
   if (status.isOk()) return status;
-  spdlog::warn("{}: reduction of {} elements failed: {}", deviceName(*device), work.count,
-               status.message());
+  spdlog::warn("{}: reduction of {} elements failed: {}", device::deviceLabel(device->info()),
+               work.count, status.message());
   drop({device, false});
-  return Status{Code::DeviceError,
-                "reduction on " + deviceName(*device) + " failed: " + status.message()};
+  return Status{Code::DeviceError, "reduction on " + device::deviceLabel(device->info()) +
+                                       " failed: " + status.message()};
 }
 
 }  // namespace hc::session

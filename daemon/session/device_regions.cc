@@ -69,8 +69,8 @@ DeviceRegion::~DeviceRegion() {
 
 std::string DeviceRegion::describe() const {
   const device::DeviceInfo& info = device_->info();
-  return info.backend + " " + device::vendorName(info.vendor) + ":" + std::to_string(info.index) +
-         " region " + std::to_string(id_) + " (allocation " + std::to_string(allocationId_) + ")";
+  return device::deviceLabel(info) + " region " + std::to_string(id_) + " (allocation " +
+         std::to_string(allocationId_) + ")";
 }
 
 Result<uint32_t> DeviceRegions::add(const ipc::MemRegisterFrame& request, int fd,

@@ -175,11 +175,6 @@ class Probe {
   std::vector<uint8_t> a_, b_, c_;  // host memory: what goes in, what comes out, staging
 };
 
-std::string deviceName(const device::Device& d) {
-  return d.info().backend + " " + device::vendorName(d.info().vendor) + ":" +
-         std::to_string(d.info().index);
-}
-
 }  // namespace
 
 DirectVerdict probeDirect(transport::Transport& transport, device::Device& device,
@@ -246,7 +241,7 @@ DirectDevices probeDirectDevices(transport::Transport& transport,
   for (const auto& device : devices.devices()) {
     if (device->info().vendor == device::Vendor::Host) continue;
     DirectVerdict v = probeDirect(transport, *device, options);
-    spdlog::info("device {}: {} ({})", deviceName(*device),
+    spdlog::info("device {}: {} ({})", device::deviceLabel(device->info()),
                  v.direct ? "transfers go device-direct" : "staged through host memory", v.why);
     if (v.direct) direct.add(device.get(), v.kind);
     if (verdicts != nullptr) verdicts->push_back(std::move(v));

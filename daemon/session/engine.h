@@ -26,6 +26,7 @@
 #include "daemon/session/device_reduce.h"
 #include "daemon/session/session.h"
 #include "daemon/session/slice_staging.h"
+#include "daemon/session/staged_transfer.h"
 #include "daemon/session/status_board.h"
 
 namespace hc::session {
@@ -142,6 +143,8 @@ class Engine {
     StagedMatch staged;                           // a transfer's staged operands
     // A transfer lent to the transport in place: the memory its buffer lies in.
     transport::MemoryKind memory = transport::MemoryKind::Host;
+    // A transfer of device memory staged beside the wire on the progress thread.
+    std::optional<StagedTransferPlan> stagedTransfer;
     std::unique_ptr<Pipeline> pipeline;           // a collective run in slices
     uint32_t node = 0;  // Watch, Notice: the other daemon
     std::vector<uint8_t> notice;
@@ -187,6 +190,15 @@ class Engine {
   void runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net, Match match);
   void splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                         const Match& match);
+  // Where a transfer's buffer meets the wire: lent in place (a device that passed the direct
+  // probe), staged beside the wire on the progress thread (other device memory), or staged here
+  // before the op (the client's own memory). Aims bufs[0] there.
+  struct TransferPlacement {
+    transport::MemoryKind memory = transport::MemoryKind::Host;
+    std::optional<StagedTransferPlan> staged;
+  };
+  Status placeTransfer(const Match& match, std::vector<coll::RankBuffers>& bufs,
+                       StagedMatch& staged, TransferPlacement* placement);
   void transferAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                            Match match);
   void finishSplitAcrossNodes(NetRun& run);
@@ -238,6 +250,9 @@ class Engine {
   size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Agree, Op, Verdict, Split
   coll::hier::ScratchPool scratch_;
   std::set<std::string> lostPeers_;
+  // The progress thread's copy streams for staged transfers (staged_transfer.h). The executor
+  // stops before the engine goes, so nothing uses them when they are destroyed.
+  TransferLanes transferLanes_;
 };
 
 }  // namespace hc::session

@@ -51,16 +51,6 @@ bool needsStaging(const std::vector<PendingOp>& ops) {
   });
 }
 
-// The memory kind a transfer's device buffer goes to the transport as, when it goes in place:
-// its device passed the direct probe and the message is long enough. Else staged.
-std::optional<transport::MemoryKind> directKind(const PendingOp& op, const DirectDevices& direct) {
-  const bool send = op.type == ipc::OpType::Send;
-  const DeviceRegionPtr& region = send ? op.sendRegion : op.recvRegion;
-  const uint64_t bytes = (send ? op.sendRange : op.recvRange).bytes;
-  if (region == nullptr || bytes < std::max<size_t>(direct.minBytes, 1)) return std::nullopt;
-  return direct.kindOf(region->device());
-}
-
 std::string describe(const Descriptor& d) {
   PendingOp op;
   op.type = static_cast<ipc::OpType>(d.type);
@@ -160,52 +150,6 @@ void Engine::exchange(const NetComm& net, NetRun run, const void* mine, size_t b
   submitNet(std::move(run), std::move(job));
 }
 
-void Engine::transferAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
-                                 Match match) {
-  const PendingOp& head = match.ops.front();
-  std::vector<coll::RankBuffers> bufs = matchBuffers(match);
-  StagedMatch staged;
-  const std::optional<transport::MemoryKind> direct = directKind(head, multiNode_.direct);
-  Status in = okStatus();
-  if (direct) {
-    // Lent to the transport where it lies: no copy on this side.
-    if (head.type == ipc::OpType::Send) {
-      bufs[0].send = head.sendRegion->data() + head.sendRange.address;
-    } else {
-      bufs[0].recv = head.recvRegion->data() + head.recvRange.address;
-    }
-    if (options_.metrics != nullptr) options_.metrics->deviceDirectTransfer();
-  } else {
-    countStaging(match, "transport_host_only");
-    in = staged.stageIn(match.ops, bufs, &staging_, &copier_);
-  }
-  if (!in.isOk()) {
-    // The other half of a transfer runs on another daemon, which no agreement tells: the
-    // communicator fails, and its notice reaches every daemon of it.
-    spdlog::warn("communicator {:x}: {}", comm->id(), in.message());
-    comm->finishMatch(match, in);
-    comm->fail(in);
-    progress(comm);
-    return;
-  }
-  coll::LocalOp lop{head.type, head.dtype, head.redop, head.root, head.count};
-  auto plan = coll::hier::NodePlan::make(lop, *net.layout, std::move(bufs), &scratch_);
-  if (!plan.isOk()) {
-    comm->finishMatch(match, plan.status());
-    comm->fail(plan.status());
-    progress(comm);
-    return;
-  }
-  NetRun run;
-  run.plan = std::move(plan.value());
-  run.comm = comm;
-  run.match = std::move(match);
-  run.layout = net.layout;
-  run.staged = std::move(staged);
-  run.memory = direct.value_or(transport::MemoryKind::Host);
-  startNetOp(net, std::move(run));
-}
-
 void Engine::onAgreement(NetRun run) {
   const auto& layout = *run.layout;
   auto net = netComms_.find(run.comm->id());
@@ -267,6 +211,11 @@ void Engine::startNetOp(const NetComm& net, NetRun run) {
   job.spec.comm = net.tag;
   job.spec.options = multiNode_.netOptions;
   job.spec.memory = run.memory;
+  if (run.stagedTransfer) {
+    job.make = [plan = *run.stagedTransfer](const coll::net::NetOpSpec& spec) {
+      return makeStagedTransfer(spec, plan);
+    };
+  }
   if (isPointToPoint(head.type)) {
     const int me = run.match.refs.front().rank;
     const bool send = head.type == ipc::OpType::Send;

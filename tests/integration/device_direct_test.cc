@@ -155,5 +155,57 @@ TEST(DeviceDirectTest, DaemonKilledMidDirectTransferFailsThePeerWithinSeconds) {
   expectDeathMidDirectTransferFailsTheSurvivor(true);
 }
 
+// Both daemons stage (a GPU without GPUDirect); daemon 1's device fails its 30th copy, one of the
+// staging copies its progress thread runs beside the wire (1 MiB copies, about 12 per iteration
+// of a 4 MiB send/recv ring). The rank on daemon 1 gets a DeviceError naming the copy; the rank on
+// daemon 0, whose half of the transfer was fine, gets an error too instead of waiting for bytes
+// that never come. Nothing hangs, and both daemons then serve a new job on the same device.
+TEST(DeviceDirectTest, ACopyFaultInAStagedTransferFailsBothRanksAndTheDaemonsServeOn) {
+  std::string error;
+  ClusterOptions options;
+  options.daemons = 2;
+  options.daemonArgs = {"--set", "devices.sim.nvidia=1",
+                        "--set", "devices.sim.copy_gbps=2",
+                        "--set", "devices.staging_chunk_bytes=1048576"};
+  options.perDaemonArgs = [](int d) {
+    return d == 1 ? std::vector<std::string>{"--set", "devices.sim.fail_copy_at=30"}
+                  : std::vector<std::string>{};
+  };
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  auto job = ClusterJob::start(*cluster, "staged-fault", {0, 1},
+                               {"--mode", "devicesendrecv", "--count", "1048576", "--iters", "8"},
+                               &error, onDevice);
+  ASSERT_NE(job, nullptr) << error;
+  EXPECT_TRUE(job->waitAll(seconds(60))) << job->report() << cluster->logTails();
+  for (int i = 0; i < job->size(); ++i) {
+    SCOPED_TRACE("rank " + std::to_string(i));
+    const std::string out = job->proc(i).output();
+    EXPECT_NE(out.find("op 0 status=0 "), std::string::npos) << out;
+    EXPECT_NE(out.find("op 7 status="), std::string::npos) << "every op ended: " << out;
+    EXPECT_EQ(out.find("op 7 status=0 "), std::string::npos) << out;
+    for (size_t at = out.find("wrong="); at != std::string::npos; at = out.find("wrong=", at + 1)) {
+      EXPECT_EQ(out.compare(at, 8, "wrong=0 "), 0) << "a failed op reports, it does not corrupt";
+    }
+  }
+  const std::string faulty = job->proc(1).output();
+  EXPECT_NE(faulty.find("status=9 "), std::string::npos) << faulty;  // HC_DEVICE_ERROR
+  EXPECT_NE(faulty.find("staging copy"), std::string::npos) << faulty;
+  EXPECT_NE(faulty.find("sim nvidia:0 failed"), std::string::npos) << faulty;
+  const std::string peer = job->proc(0).output();
+  EXPECT_NE(peer.find("node 1 failed this operation (DeviceError)"), std::string::npos) << peer;
+  job.reset();
+
+  auto again = ClusterJob::start(*cluster, "after-fault", {0, 1},
+                                 {"--mode", "devicesendrecv", "--count", "1048577", "--iters", "3"},
+                                 &error, onDevice);
+  ASSERT_NE(again, nullptr) << error;
+  expectClusterJobSucceeds(*again, *cluster, seconds(60));
+  again.reset();
+  for (int d = 0; d < cluster->size(); ++d) {
+    EXPECT_EQ(cluster->daemon(d).stop(), 0) << "daemon " << d << "\n" << cluster->logTails();
+  }
+}
+
 }  // namespace
 }  // namespace hc::integ

@@ -39,6 +39,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -65,6 +66,8 @@ constexpr std::chrono::milliseconds kDrainInterval{50};
 constexpr std::chrono::milliseconds kDrainAbortedFor{10'000};
 // The sleep between passes when the transport has no event fd.
 constexpr std::chrono::milliseconds kPollInterval{1};
+// The sleep between passes while an op polls something outside the transport (NetOp::pollSoon).
+constexpr std::chrono::microseconds kPollSoonNap{50};
 
 struct NetJob {
   uint64_t id = 0;  // the caller's; echoed in the result, never interpreted
@@ -73,6 +76,9 @@ struct NetJob {
   NetOpSpec spec;
   // nodes[i] reaches node i (its Transport::address()); nodes[spec.self] is not used.
   std::vector<transport::PeerAddress> nodes;
+  // Builds the op from the completed spec on the progress thread; empty: makeNetOp. Lets the
+  // owner wrap the op in work of its own that the progress thread drives (staging copies).
+  std::function<Result<NetOpPtr>(const NetOpSpec& spec)> make;
 };
 
 struct NetJobResult {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "daemon/coll/net/net_executor_loop.h"
@@ -106,7 +107,7 @@ void ProgressLoop::startJob(NetJob job) {
     }
     spec.peers[node] = *peer;
   }
-  Result<NetOpPtr> made = makeNetOp(spec);
+  Result<NetOpPtr> made = job.make ? job.make(spec) : makeNetOp(spec);
   if (!made.isOk()) {
     postResult(job.id, made.status(), "");
     return;
@@ -196,9 +197,17 @@ void ProgressLoop::sleep(Clock::time_point now) {
     return;  // housekeeping is due now
   }
   epoll_event events[4];
+  // An op polling a device copy is woken by no fd: a short nap instead, between two looks at
+  // the fds.
+  const bool pollSoon =
+      std::any_of(jobs_.begin(), jobs_.end(), [](const Job& job) { return job.op->pollSoon(); });
   // EINTR or an error only shortens the sleep; the loop re-checks everything either way.
   if (options_.heartbeat) options_.heartbeat->sleeping(true);
-  (void)::epoll_wait(epollFd_.get(), events, 4, static_cast<int>(timeout.count()));
+  if (pollSoon) {
+    if (::epoll_wait(epollFd_.get(), events, 4, 0) == 0) std::this_thread::sleep_for(kPollSoonNap);
+  } else {
+    (void)::epoll_wait(epollFd_.get(), events, 4, static_cast<int>(timeout.count()));
+  }
   if (options_.heartbeat) options_.heartbeat->sleeping(false);
 }
 

@@ -77,6 +77,8 @@ Status validate(const NetOpSpec& spec) {
   if (spec.self >= n) return bad(spec, "self " + std::to_string(spec.self) + " out of range");
   if (spec.options.maxInFlight == 0) return bad(spec, "maxInFlight must be at least 1");
   if (spec.options.chunkBytes == 0) return bad(spec, "chunkBytes must be at least 1");
+  if (spec.sendReady && spec.kind != NetOpKind::Send) return bad(spec, "sendReady is for send");
+  if (spec.onLanded && spec.kind != NetOpKind::Recv) return bad(spec, "onLanded is for recv");
   if (spec.memory != transport::MemoryKind::Host) {
     if (spec.kind != NetOpKind::Send && spec.kind != NetOpKind::Recv) {
       return bad(spec, std::string("only send and recv take ") +

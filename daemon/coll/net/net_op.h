@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -138,6 +139,13 @@ struct NetOpSpec {
   // transfer; the transport must move that kind). Every other kind reads or combines its
   // buffers on the CPU, so Host only.
   transport::MemoryKind memory = transport::MemoryKind::Host;
+  // Send only: how many bytes from the front of `buffer` may be read so far, for a buffer that is
+  // still being filled (a staging copy out of a device); chunks beyond wait for it. Empty: all.
+  // Called on the progress thread.
+  std::function<size_t()> sendReady;
+  // Recv only: told of each chunk of `buffer` that has landed, (offset, bytes), in any order, on
+  // the progress thread, so that it can move on (a staging copy into a device) before the rest.
+  std::function<void(size_t offset, size_t bytes)> onLanded;
   NetOpOptions options;
 };
 
@@ -164,6 +172,10 @@ class NetOp {
 
   // "allreduce_ring", "broadcast_chain", ...: for debug logs and the flight recorder.
   virtual const char* algorithm() const = 0;
+
+  // True while the op waits on something that wakes no file descriptor of the owner (a device
+  // copy it polls): the owner then sleeps only briefly between progress() calls.
+  virtual bool pollSoon() const { return false; }
 };
 using NetOpPtr = std::unique_ptr<NetOp>;
 

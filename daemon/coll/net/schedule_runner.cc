@@ -25,6 +25,9 @@ ScheduleRunner::ScheduleRunner(const NetOpSpec& spec, Schedule schedule)
       minTail_(spec.kind == NetOpKind::Send || spec.kind == NetOpKind::Recv
                    ? spec.transport->directMinBytes()
                    : 0),
+      sendReady_(spec.sendReady),
+      onLanded_(spec.onLanded),
+      bufferStart_(static_cast<const uint8_t*>(spec.buffer)),
       dtype_(spec.dtype),
       redop_(interNodeRedop(spec.redop)),
       divideWhenFinal_((spec.kind == NetOpKind::AllReduce || spec.kind == NetOpKind::Reduce ||

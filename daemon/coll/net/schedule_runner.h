@@ -102,6 +102,9 @@ class ScheduleRunner final : public NetOp {
   // Send/recv: a last chunk shorter than this joins the one before it. Either end of a transfer
   // may lend device memory, where a short (inline) message cannot land; both ends cut alike.
   const size_t minTail_;
+  const std::function<size_t()> sendReady_;             // NetOpSpec::sendReady
+  const std::function<void(size_t, size_t)> onLanded_;  // NetOpSpec::onLanded
+  const uint8_t* const bufferStart_;                    // NetOpSpec::buffer: its offsets
   const uint8_t dtype_;
   const uint8_t redop_;         // between nodes (interNodeRedop)
   const bool divideWhenFinal_;  // Avg: the finalizing reduction divides by finalDivisor_

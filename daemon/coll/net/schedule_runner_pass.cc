@@ -136,6 +136,11 @@ void ScheduleRunner::applyArrivedReceives() {
       freeSlots_.push_back(recv.slot);
     }
     applied_[recv.step][recv.chunk] = true;
+    if (onLanded_ && step.landing == Landing::Direct) {
+      const size_t begin = chunkBegin(recv.chunk);
+      onLanded_(static_cast<size_t>(step.recvData - bufferStart_) + begin,
+                chunkEnd(step.recvBytes, recv.chunk) - begin);
+    }
     recvs_.erase(recvs_.begin() + static_cast<ptrdiff_t>(i));
   }
 }
@@ -178,6 +183,8 @@ Status ScheduleRunner::postSends() {
     if (step.sendsPreviousResult && !applied_[s - 1][nextSend_.chunk]) break;
     const uint8_t* begin = step.sendData + chunkBegin(nextSend_.chunk);
     const uint8_t* end = step.sendData + chunkEnd(step.sendBytes, nextSend_.chunk);
+    // A buffer still being filled: this chunk leaves once its bytes are there.
+    if (sendReady_ && chunkEnd(step.sendBytes, nextSend_.chunk) > sendReady_()) break;
     const int node = step.sendTo;
     Result<transport::RequestId> id =
         transport_.postSend(peers_[node], dataTag(comm_, seq_, sentOnLink_[node]), begin,

@@ -1,0 +1,57 @@
+// StagedTransfer: a send or a receive between daemons whose buffer is device memory that the
+// transport cannot take in place, staged through host memory in chunks that overlap the wire.
+// The sender copies its buffer out of the device chunk by chunk and each wire chunk leaves as soon
+// as its bytes have landed in host memory (NetOpSpec::sendReady); the receiver copies each chunk
+// into the device as soon as it has arrived (NetOpSpec::onLanded). So a transfer of S bytes takes
+// about the slowest of the copy and the wire, not their sum, as the collectives' pipeline does.
+//
+// It is a NetOp around the plain send or receive, built and driven on the progress thread
+// (NetJob::make); its copies run on TransferLanes, device streams only that thread uses, and it
+// polls their events (NetOp::pollSoon). A copy that fails fails the op: the sender's peer hears it
+// through the op's failure notice and fails too; a receiver's copy that fails after every byte
+// arrived fails that receive only, as a staged copy back always did.
+// Depends on hc_device and hc_coll_net.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include "common/status.h"
+#include "daemon/coll/net/net_op.h"
+#include "daemon/device/device.h"
+
+namespace hc::session {
+
+// One copy stream per device and direction for the progress thread. Destroyed by its owner after
+// the progress thread stopped (streams wait for their work).
+class TransferLanes {
+ public:
+  TransferLanes() = default;
+  ~TransferLanes();
+  TransferLanes(const TransferLanes&) = delete;
+  TransferLanes& operator=(const TransferLanes&) = delete;
+
+  // The stream for copies into (toDevice) or out of `device`, made on first use.
+  Result<device::StreamId> stream(device::Device* device, bool toDevice);
+  // Destroys a failed stream: the next copy in that direction gets a fresh one.
+  void drop(device::Device* device, bool toDevice);
+
+ private:
+  std::map<std::pair<device::Device*, bool>, device::StreamId> streams_;
+};
+
+struct StagedTransferPlan {
+  device::Device* device = nullptr;
+  uint8_t* deviceBytes = nullptr;  // the rank's buffer, in device memory
+  uint8_t* host = nullptr;         // staging of the same size; the spec's buffer
+  uint64_t bytes = 0;
+  uint64_t chunkBytes = 0;         // per copy (> 0)
+  TransferLanes* lanes = nullptr;  // borrowed; used on the progress thread only
+};
+
+// The op for `spec` (a Send or Recv whose buffer is plan.host), staging as above.
+[[nodiscard]] Result<coll::net::NetOpPtr> makeStagedTransfer(const coll::net::NetOpSpec& spec,
+                                                             const StagedTransferPlan& plan);
+
+}  // namespace hc::session
