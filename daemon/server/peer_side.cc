@@ -39,6 +39,8 @@ Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& co
   uo.keepaliveInterval = std::chrono::milliseconds(config.peerKeepaliveMs);
   auto ucx = transport::createUcxTransport(uo);
   if (!ucx.isOk()) return ucx.status();
+  // Staged transfers cut their copies as the transport cuts messages, probed or not.
+  p->direct_.minBytes = ucx.value()->directMinBytes();
   // Before the progress thread takes the transport: the probe drives it from here.
   if (config.devicesDirect) {
     p->direct_ = session::probeDirectDevices(*ucx.value(), devices, session::DirectProbeOptions{},

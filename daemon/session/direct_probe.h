@@ -27,8 +27,9 @@ namespace hc::session {
 struct DirectProbeOptions {
   // Bytes per probe transfer; raised to the transport's directMinBytes() when that is larger.
   size_t bytes = 1 << 20;
-  // Timed round trips of each path; the medians are compared.
-  int rounds = 3;
+  // Timed round trips of each path, alternating; the fastest of each are compared, since a busy
+  // machine only ever adds time to a round.
+  int rounds = 5;
   // Longest a probe transfer may take: a transport that hangs on device memory fails the probe.
   std::chrono::milliseconds timeout{2000};
 };
@@ -39,7 +40,7 @@ struct DirectVerdict {
   bool direct = false;  // the device's memory goes to the transport in place
   transport::MemoryKind kind = transport::MemoryKind::Host;
   std::string why;      // one line for the log, either way
-  double directMs = 0;  // medians of a round trip (0 when not timed)
+  double directMs = 0;  // the fastest round trip (0 when not timed)
   double stagedMs = 0;
 };
 

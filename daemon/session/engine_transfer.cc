@@ -40,18 +40,23 @@ Status Engine::placeTransfer(const Match& match, std::vector<coll::RankBuffers>&
     if (region == nullptr || range.bytes == 0) {
       return staged.stageIn(match.ops, bufs, &staging_, &copier_);  // the client's own memory
     }
-    // Device memory: copied on the progress thread, chunk by chunk beside the wire.
-    auto host = staged.reserve(range.bytes, &staging_);
+    // Device memory: copied on the progress thread, chunk by chunk beside the wire. At least four
+    // copies, so that the first wire chunk leaves after a quarter of the copy time; long
+    // transfers go through a ring of four copies of about devices.staging_chunk_bytes.
+    const StagingGeometry g =
+        stagingGeometry(range.bytes, multiNode_.netOptions.chunkBytes, options_.stagingChunkBytes,
+                        multiNode_.direct.minBytes);
+    auto host = staged.reserve(g.hostBytes, &staging_);
     if (!host.isOk()) return host.status();
     where = *host;
-    // At least four copies, so that the first wire chunk leaves after a quarter of the copy time,
-    // but none shorter than a wire chunk nor longer than devices.staging_chunk_bytes.
-    const uint64_t most = std::max<uint64_t>(options_.stagingChunkBytes, 1);
-    const uint64_t copyBytes = std::min<uint64_t>(
-        most, std::max<uint64_t>(range.bytes / 4, multiNode_.netOptions.chunkBytes));
-    placement->staged = StagedTransferPlan{
-        region->device(), region->data() + range.address, *host, range.bytes, copyBytes,
-        &transferLanes_};
+    placement->staged = StagedTransferPlan{region->device(),
+                                           region->data() + range.address,
+                                           *host,
+                                           g.hostBytes,
+                                           range.bytes,
+                                           g.chunkBytes,
+                                           g.ringBytes,
+                                           &transferLanes_};
   }
   if (send) {
     bufs[0].send = where;

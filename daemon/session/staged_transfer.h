@@ -4,6 +4,9 @@
 // as its bytes have landed in host memory (NetOpSpec::sendReady); the receiver copies each chunk
 // into the device as soon as it has arrived (NetOpSpec::onLanded). So a transfer of S bytes takes
 // about the slowest of the copy and the wire, not their sum, as the collectives' pipeline does.
+// A transfer longer than its ring (StagedTransferPlan::ringBytes) goes through host memory of that
+// size: a copy out refills a stretch of the ring once its previous lap's chunks were sent, and a
+// chunk is received into the ring once its previous lap was copied into the device.
 //
 // It is a NetOp around the plain send or receive, built and driven on the progress thread
 // (NetJob::make); its copies run on TransferLanes, device streams only that thread uses, and it
@@ -44,11 +47,25 @@ class TransferLanes {
 struct StagedTransferPlan {
   device::Device* device = nullptr;
   uint8_t* deviceBytes = nullptr;  // the rank's buffer, in device memory
-  uint8_t* host = nullptr;         // staging of the same size; the spec's buffer
+  uint8_t* host = nullptr;         // staging; the spec's buffer
+  uint64_t hostBytes = 0;  // of `host`: bytes, or ringBytes + the transport's directMinBytes
   uint64_t bytes = 0;
-  uint64_t chunkBytes = 0;         // per copy (> 0)
+  uint64_t chunkBytes = 0;         // per copy (> 0); with a ring, a multiple of the wire chunk
+  uint64_t ringBytes = 0;          // 0: host holds all bytes; else a multiple of chunkBytes
   TransferLanes* lanes = nullptr;  // borrowed; used on the progress thread only
 };
+
+// How a transfer of `bytes` stages: copies of `chunkBytes` (at least four, each at least one wire
+// chunk of `wireBytes` and a multiple of it, at most about `mostBytes`) and, for transfers longer
+// than four copies, a ring of four copies. hostBytes as StagedTransferPlan says, for a transport
+// whose messages into device memory are at least `minTail` long.
+struct StagingGeometry {
+  uint64_t chunkBytes = 0;
+  uint64_t ringBytes = 0;
+  uint64_t hostBytes = 0;
+};
+StagingGeometry stagingGeometry(uint64_t bytes, uint64_t wireBytes, uint64_t mostBytes,
+                                uint64_t minTail);
 
 // The op for `spec` (a Send or Recv whose buffer is plan.host), staging as above.
 [[nodiscard]] Result<coll::net::NetOpPtr> makeStagedTransfer(const coll::net::NetOpSpec& spec,

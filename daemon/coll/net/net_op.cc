@@ -79,6 +79,18 @@ Status validate(const NetOpSpec& spec) {
   if (spec.options.chunkBytes == 0) return bad(spec, "chunkBytes must be at least 1");
   if (spec.sendReady && spec.kind != NetOpKind::Send) return bad(spec, "sendReady is for send");
   if (spec.onLanded && spec.kind != NetOpKind::Recv) return bad(spec, "onLanded is for recv");
+  if (spec.onSent && spec.kind != NetOpKind::Send) return bad(spec, "onSent is for send");
+  if (spec.recvReady && spec.kind != NetOpKind::Recv) return bad(spec, "recvReady is for recv");
+  if (spec.ringBytes != 0) {
+    if (spec.kind != NetOpKind::Send && spec.kind != NetOpKind::Recv) {
+      return bad(spec, "only send and recv take a ring");
+    }
+    if (spec.ringBytes % spec.options.chunkBytes != 0) {
+      return bad(spec, "ringBytes " + std::to_string(spec.ringBytes) +
+                           " is not a multiple of chunkBytes " +
+                           std::to_string(spec.options.chunkBytes));
+    }
+  }
   if (spec.memory != transport::MemoryKind::Host) {
     if (spec.kind != NetOpKind::Send && spec.kind != NetOpKind::Recv) {
       return bad(spec, std::string("only send and recv take ") +

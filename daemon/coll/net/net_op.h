@@ -146,6 +146,17 @@ struct NetOpSpec {
   // Recv only: told of each chunk of `buffer` that has landed, (offset, bytes), in any order, on
   // the progress thread, so that it can move on (a staging copy into a device) before the rest.
   std::function<void(size_t offset, size_t bytes)> onLanded;
+  // Send only: told of each chunk whose send completed, (offset, bytes), in any order, on the
+  // progress thread: its bytes in `buffer` may be overwritten.
+  std::function<void(size_t offset, size_t bytes)> onSent;
+  // Recv only: how many bytes from the front may be received into so far; chunks beyond wait.
+  // Empty: all.
+  std::function<size_t()> recvReady;
+  // Send/Recv: > 0 makes `buffer` a ring: the chunk at offset o lies at buffer + o % ringBytes,
+  // contiguous, so `buffer` must hold ringBytes + transport->directMinBytes() (a last chunk may be
+  // that much longer). A multiple of options.chunkBytes. The owner keeps a lap from overwriting
+  // bytes still in use, through sendReady and onSent, or recvReady and onLanded.
+  size_t ringBytes = 0;
   NetOpOptions options;
 };
 

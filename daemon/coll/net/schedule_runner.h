@@ -48,6 +48,7 @@ class ScheduleRunner final : public NetOp {
     int node;
     const uint8_t* begin;  // the bytes the transport still reads
     const uint8_t* end;
+    size_t offset;  // of the chunk in its step's region (where a ring wraps, not begin's)
   };
   struct PendingRecv {
     transport::RequestId id;
@@ -82,6 +83,12 @@ class ScheduleRunner final : public NetOp {
   size_t chunkCount(size_t bytes) const;
   size_t chunkBegin(size_t chunk) const { return chunk * chunkBytes_; }
   size_t chunkEnd(size_t bytes, size_t chunk) const;
+  // Where the bytes at `offset` of a region starting at `base` lie: base + offset, or in a ring
+  // (NetOpSpec::ringBytes), base + offset % ring.
+  template <typename T>
+  T* placed(T* base, size_t offset) const {
+    return base + (ring_ != 0 ? offset % ring_ : offset);
+  }
   // Moves the cursor to the next chunk of a step that has chunks in `counts`.
   void nextChunk(Cursor& cursor, const std::vector<size_t>& counts) const;
   // Whether a send of `step` or of an earlier step has yet to finish reading some of
@@ -104,6 +111,9 @@ class ScheduleRunner final : public NetOp {
   const size_t minTail_;
   const std::function<size_t()> sendReady_;             // NetOpSpec::sendReady
   const std::function<void(size_t, size_t)> onLanded_;  // NetOpSpec::onLanded
+  const std::function<void(size_t, size_t)> onSent_;    // NetOpSpec::onSent
+  const std::function<size_t()> recvReady_;             // NetOpSpec::recvReady
+  const size_t ring_;                                   // NetOpSpec::ringBytes
   const uint8_t* const bufferStart_;                    // NetOpSpec::buffer: its offsets
   const uint8_t dtype_;
   const uint8_t redop_;         // between nodes (interNodeRedop)

@@ -58,12 +58,13 @@ Status ScheduleRunner::testSends() {
       ++i;
       continue;
     }
-    const int node = sends_[i].node;
+    const PendingSend sent = sends_[i];
     sends_.erase(sends_.begin() + static_cast<ptrdiff_t>(i));
     if (!done.isOk()) {
-      failedNode_ = node;
-      return atNode(node, done.status());
+      failedNode_ = sent.node;
+      return atNode(sent.node, done.status());
     }
+    if (onSent_) onSent_(sent.offset, static_cast<size_t>(sent.end - sent.begin));
   }
   return okStatus();
 }
@@ -148,8 +149,11 @@ void ScheduleRunner::applyArrivedReceives() {
 Status ScheduleRunner::postReceives() {
   while (recvs_.size() < maxInFlight_ && nextRecv_.step < schedule_.steps.size()) {
     const Step& step = schedule_.steps[nextRecv_.step];
-    uint8_t* begin = step.recvData + chunkBegin(nextRecv_.chunk);
-    uint8_t* end = step.recvData + chunkEnd(step.recvBytes, nextRecv_.chunk);
+    const size_t endOffset = chunkEnd(step.recvBytes, nextRecv_.chunk);
+    // Bytes still in use by the owner (a ring's previous lap): this chunk waits for them.
+    if (recvReady_ && endOffset > recvReady_()) break;
+    uint8_t* begin = placed(step.recvData, chunkBegin(nextRecv_.chunk));
+    uint8_t* end = begin + (endOffset - chunkBegin(nextRecv_.chunk));
     int slotIndex = -1;
     uint8_t* into = begin;
     if (step.landing == Landing::Combine) {
@@ -181,10 +185,12 @@ Status ScheduleRunner::postSends() {
     const Step& step = schedule_.steps[s];
     // A forwarded chunk leaves only once the previous step has produced it.
     if (step.sendsPreviousResult && !applied_[s - 1][nextSend_.chunk]) break;
-    const uint8_t* begin = step.sendData + chunkBegin(nextSend_.chunk);
-    const uint8_t* end = step.sendData + chunkEnd(step.sendBytes, nextSend_.chunk);
+    const size_t offset = chunkBegin(nextSend_.chunk);
+    const size_t endOffset = chunkEnd(step.sendBytes, nextSend_.chunk);
     // A buffer still being filled: this chunk leaves once its bytes are there.
-    if (sendReady_ && chunkEnd(step.sendBytes, nextSend_.chunk) > sendReady_()) break;
+    if (sendReady_ && endOffset > sendReady_()) break;
+    const uint8_t* begin = placed(step.sendData, offset);
+    const uint8_t* end = begin + (endOffset - offset);
     const int node = step.sendTo;
     Result<transport::RequestId> id =
         transport_.postSend(peers_[node], dataTag(comm_, seq_, sentOnLink_[node]), begin,
@@ -194,7 +200,7 @@ Status ScheduleRunner::postSends() {
       return atNode(node, id.status());
     }
     ++sentOnLink_[node];
-    sends_.push_back(PendingSend{*id, node, begin, end});
+    sends_.push_back(PendingSend{*id, node, begin, end, offset});
     nextChunk(nextSend_, sendChunks_);
   }
   return okStatus();

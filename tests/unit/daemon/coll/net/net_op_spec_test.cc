@@ -83,6 +83,28 @@ TEST_F(NetOpSpecTest, RefusesEachBadFieldByName) {
   spec.sendBuffer = data_.data() + 32;
   spec.sendCounts = {5, 4, 4};  // our own block: 5 to send, 4 to receive
   expectRefused(spec, "differ");
+
+  // The hooks of a staged transfer belong to one side of it each, and a ring to send and recv.
+  spec = allreduce();
+  spec.sendReady = [] { return size_t{0}; };
+  expectRefused(spec, "sendReady is for send");
+  spec = allreduce();
+  spec.onSent = [](size_t, size_t) {};
+  expectRefused(spec, "onSent is for send");
+  spec = allreduce();
+  spec.onLanded = [](size_t, size_t) {};
+  expectRefused(spec, "onLanded is for recv");
+  spec = allreduce();
+  spec.recvReady = [] { return size_t{0}; };
+  expectRefused(spec, "recvReady is for recv");
+  spec = allreduce();
+  spec.options.chunkBytes = 1024;
+  spec.ringBytes = 4096;
+  expectRefused(spec, "only send and recv take a ring");
+  spec.kind = NetOpKind::Send;
+  spec.root = 1;
+  spec.ringBytes = 4000;
+  expectRefused(spec, "not a multiple of chunkBytes");
 }
 
 TEST_F(NetOpSpecTest, AcceptsZeroCountsAndFinishesWithoutTraffic) {
