@@ -10,9 +10,9 @@
 //
 // It is a NetOp around the plain send or receive, built and driven on the progress thread
 // (NetJob::make); its copies run on TransferLanes, device streams only that thread uses, and it
-// polls their events (NetOp::pollSoon). A copy that fails fails the op: the sender's peer hears it
-// through the op's failure notice and fails too; a receiver's copy that fails after every byte
-// arrived fails that receive only, as a staged copy back always did.
+// polls their events (NetOp::pollSoon). A copy that fails fails the op with a DeviceError; while
+// the wire half still runs it is aborted, so the peer hears of it through the op's failure notice
+// at once (else through the communicator's notice, once the engine fails the communicator).
 // Depends on hc_device and hc_coll_net.
 #pragma once
 
