@@ -37,8 +37,8 @@ struct LoopbackFabric::Endpoint {
     uint64_t tag;
     void* buf;        // receives only
     size_t capacity;  // receives only
-    // Receives only: the memory `buf` lies in, and the shortest message it takes (minBytes of
-    // the endpoint's claim for a kind other than Host, else 0).
+    // Receives only: the shortest message it takes (minBytes of the endpoint's claim when `buf`
+    // is memory of a kind other than Host, else 0).
     size_t minBytes = 0;
     State state = State::Posted;
     Status status;

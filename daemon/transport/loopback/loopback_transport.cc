@@ -141,8 +141,8 @@ Result<RequestId> LoopbackTransport::postRecv(PeerId peer, uint64_t tag, void* b
   HC_RETURN_IF_ERROR(checkPeerLocked(peer));
   Endpoint& me = self();
   const MatchKey key{peer, tag};
-  RequestId id =
-      me.add(Endpoint::Request{peer, tag, buf, bytes, kind == MemoryKind::Host ? 0 : minBytes_});
+  const size_t minBytes = kind == MemoryKind::Host ? 0 : minBytes_;
+  RequestId id = me.add(Endpoint::Request{peer, tag, buf, bytes, minBytes});
   auto arrived = me.unexpected.find(key);
   if (arrived == me.unexpected.end()) {
     me.posted[key].push_back(id);
@@ -154,8 +154,8 @@ Result<RequestId> LoopbackTransport::postRecv(PeerId peer, uint64_t tag, void* b
   if (arrived->second.empty()) me.unexpected.erase(arrived);
   if (message.size() > bytes) {
     me.finish(id, truncated(message.size(), bytes, peer, tag));
-  } else if (!message.empty() && message.size() < minBytes_ && kind != MemoryKind::Host) {
-    me.finish(id, tooShort(message.size(), minBytes_));
+  } else if (!message.empty() && message.size() < minBytes) {
+    me.finish(id, tooShort(message.size(), minBytes));
   } else {
     if (!message.empty()) std::memcpy(buf, message.data(), message.size());
     me.finish(id, okStatus(), message.size());
