@@ -131,6 +131,7 @@ void traceVerdict(int nranks, const std::vector<NodeReport>& nodes,
 
 Result<std::vector<session::RankProgress>> fetchCommProgress(const ClusterToken& token,
                                                              const std::string& address,
+                                                             uint64_t identity,
                                                              const std::string& key,
                                                              std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::system_clock::now() + timeout;
@@ -147,8 +148,9 @@ Result<std::vector<session::RankProgress>> fetchCommProgress(const ClusterToken&
   if (!nonce.isOk()) return nonce.status();
   hetero_comm::v1::CommProgressRequest request;
   request.set_comm_key(key);
+  request.set_identity(identity);
   request.set_nonce(challenge.nonce());
-  const Proof proof = computeProgressProof(token, nonce.value(), key);
+  const Proof proof = computeProgressProof(token, nonce.value(), identity, key);
   request.set_proof(proof.data(), proof.size());
   hetero_comm::v1::CommProgressResponse response;
   grpc::ClientContext context;

@@ -29,8 +29,8 @@ void traceVerdict(int nranks, const std::vector<NodeReport>& nodes,
 
 // Blocking: returns by now + timeout.
 [[nodiscard]] Result<std::vector<session::RankProgress>> fetchCommProgress(
-    const ClusterToken& token, const std::string& address, const std::string& key,
-    std::chrono::milliseconds timeout);
+    const ClusterToken& token, const std::string& address, uint64_t identity,
+    const std::string& key, std::chrono::milliseconds timeout);
 
 // The protobuf forms, shared by the Control RPCs.
 void toProto(const session::FlightEntry& entry, hetero_comm::v1::FlightEntry* out);

@@ -21,6 +21,7 @@ grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* context, const Sta
 void describeComm(const session::FlightSnapshot& s, Communicator* out) {
   out->set_id(s.comm.id);
   out->set_key(s.comm.keyHex);
+  out->set_identity(s.comm.wireIdentity);
   out->set_nranks(s.comm.nranks);
   for (int r : s.comm.localRanks) out->add_local_ranks(r);
   out->set_nodes(static_cast<uint32_t>(s.comm.nodes()));
@@ -158,8 +159,9 @@ void ControlService::trace(std::shared_ptr<const session::FlightRecorder> comm,
         none.set_value(unavailable("this daemon has no cluster token to ask other daemons with"));
         answers.push_back(none.get_future());
       } else {
-        answers.push_back(std::async(std::launch::async, [this, address, key = id.keyHex] {
-          return fetchCommProgress(*sources_.token, address, key, sources_.peerTimeout);
+        answers.push_back(std::async(std::launch::async, [this, address, key = id.keyHex,
+                                                          identity = id.wireIdentity] {
+          return fetchCommProgress(*sources_.token, address, identity, key, sources_.peerTimeout);
         }));
       }
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+
 namespace hc::control {
 namespace {
 
@@ -23,6 +24,7 @@ std::string rankList(const std::vector<uint32_t>& ranks) {
 // The key's first 8 hex digits: enough to tell communicators apart in one log, and short enough
 // that the ranks an error names still fit the 100 bytes a client's completion carries.
 std::string commName(const CommKey& key) { return "communicator " + commKeyHex(key).substr(0, 8); }
+
 
 }  // namespace
 
@@ -178,7 +180,14 @@ void JoinRegistry::formCommLocked(CommKey key, Settlements& out) {
   std::vector<const JoinRequest*> joins;
   joins.reserve(comm.participants.size());
   for (const auto& [ticket, p] : comm.participants) joins.push_back(&p.request);
-  RankTable table = buildRankTable(comm.nranks, joins);
+  Result<uint64_t> identity = drawCommIdentity();
+  if (!identity.isOk()) {
+    for (auto& [ticket, p] : comm.participants) out.emplace_back(std::move(p.done), identity.status());
+    pending_.erase(it);
+    rememberLocked(key, identity.status(), Clock::now());
+    return;
+  }
+  RankTable table = buildRankTable(comm.nranks, joins, identity.value());
   spdlog::info("peer bootstrap: {} formed: {} ranks on {} nodes", commName(key), comm.nranks,
                table.nodes.size());
   for (auto& [ticket, p] : comm.participants) out.emplace_back(std::move(p.done), table);

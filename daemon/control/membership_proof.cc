@@ -8,11 +8,15 @@
 namespace hc::control {
 namespace {
 
-constexpr char kJoinLabel[] = "hetero-comm/peer-join/v1";
-constexpr char kTableLabel[] = "hetero-comm/peer-table/v1";
+constexpr char kJoinLabel[] = "hetero-comm/peer-join/v2";
+constexpr char kTableLabel[] = "hetero-comm/peer-table/v2";
 
 void appendU32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out += static_cast<char>(v >> (8 * i));
+}
+
+void appendU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out += static_cast<char>(v >> (8 * i));
 }
 
 void appendBytes(std::string& out, std::string_view bytes) {
@@ -74,6 +78,7 @@ std::string joinProofMessage(const Nonce& rootNonce, const Nonce& joinerNonce,
   appendU32(m, static_cast<uint32_t>(join.ranks.size()));
   for (uint32_t rank : join.ranks) appendU32(m, rank);
   appendNode(m, join.node, join.transportAddress);
+  appendU32(m, join.wireVersion);
   return m;
 }
 
@@ -105,6 +110,7 @@ std::string tableProofMessage(const Nonce& joinerNonce, const CommKey& key,
     appendU32(m, static_cast<uint32_t>(node.ranks.size()));
     for (uint32_t rank : node.ranks) appendU32(m, rank);
   }
+  appendU64(m, table.identity);
   return m;
 }
 
@@ -118,17 +124,19 @@ bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const
   return matches(computeTableProof(token, joinerNonce, key, table), proof);
 }
 
-Proof computeProgressProof(const ClusterToken& token, const Nonce& nonce, const std::string& key) {
-  std::string m("hetero-comm/peer-progress/v1");
+Proof computeProgressProof(const ClusterToken& token, const Nonce& nonce, uint64_t identity,
+                           const std::string& key) {
+  std::string m("hetero-comm/peer-progress/v2");
   m.push_back('\0');
   m.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  appendU64(m, identity);
   m.append(key);
   return hmacOf(token, m);
 }
 
-bool verifyProgressProof(const ClusterToken& token, const Nonce& nonce, const std::string& key,
-                         std::span<const uint8_t> proof) {
-  return matches(computeProgressProof(token, nonce, key), proof);
+bool verifyProgressProof(const ClusterToken& token, const Nonce& nonce, uint64_t identity,
+                         const std::string& key, std::span<const uint8_t> proof) {
+  return matches(computeProgressProof(token, nonce, identity, key), proof);
 }
 
 NonceBook::NonceBook(std::chrono::milliseconds ttl, size_t capacity,

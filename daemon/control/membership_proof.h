@@ -5,12 +5,14 @@
 // rootNonce comes from the root's Challenge (single use, short-lived), so a join proof is good
 // for one join, once; joinerNonce is the joiner's own, fresh per join, so a table proof answers
 // that join only. Each message binds every field its receiver acts on:
-//   join:  "hetero-comm/peer-join/v1" 0x00 | rootNonce (32) | joinerNonce (32) | key (16)
+//   join:  "hetero-comm/peer-join/v2" 0x00 | rootNonce (32) | joinerNonce (32) | key (16)
 //          | u32 nranks | u32 timeout_ms | u32 count | count x u32 rank
 //          | hostname, boot id, instance, transport address (each u32 length | bytes)
-//   table: "hetero-comm/peer-table/v1" 0x00 | joinerNonce (32) | key (16) | u32 nranks
+//          | u32 wire version
+//   table: "hetero-comm/peer-table/v2" 0x00 | joinerNonce (32) | key (16) | u32 nranks
 //          | nranks x (u32 node | u32 local rank) | u32 node count | per node: hostname, boot id,
 //          instance, transport address (each u32 length | bytes), u32 count | count x u32 rank
+//          | u64 communicator identity
 // Integers are little-endian. SHA-256 and HMAC come from OpenSSL's libcrypto, which gRPC links.
 #pragma once
 
@@ -53,9 +55,12 @@ Proof computeTableProof(const ClusterToken& token, const Nonce& joinerNonce, con
 bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
                       const RankTable& table, std::span<const uint8_t> proof);
 
-// Peer.GetCommProgress: "hetero-comm/peer-progress/v1" 0x00 | nonce (32) | comm key string.
-Proof computeProgressProof(const ClusterToken& token, const Nonce& nonce, const std::string& key);
-bool verifyProgressProof(const ClusterToken& token, const Nonce& nonce, const std::string& key,
+// Peer.GetCommProgress: "hetero-comm/peer-progress/v2" 0x00 | nonce (32) | u64 identity
+// | comm key string.
+Proof computeProgressProof(const ClusterToken& token, const Nonce& nonce, uint64_t identity,
+                           const std::string& key);
+bool verifyProgressProof(const ClusterToken& token, const Nonce& nonce, uint64_t identity,
+                         const std::string& key,
                          std::span<const uint8_t> proof);
 
 // The root's outstanding nonces. Each is accepted once, within its time to live. Thread-safe.

@@ -25,6 +25,7 @@ void toProto(const JoinRequest& join, const Nonce& rootNonce, const Nonce& joine
   toProto(join.node, out->mutable_node());
   out->set_transport_address(join.transportAddress);
   out->set_timeout_ms(static_cast<uint32_t>(join.timeout.count()));
+  out->set_wire_version(join.wireVersion);
   out->set_nonce(rootNonce.data(), rootNonce.size());
   out->set_joiner_nonce(joinerNonce.data(), joinerNonce.size());
   out->set_proof(proof.data(), proof.size());
@@ -42,11 +43,14 @@ Result<JoinRequest> fromProto(const hetero_comm::v1::JoinRequest& message) {
   join.node = fromProto(message.node());
   join.transportAddress = message.transport_address();
   join.timeout = std::chrono::milliseconds(message.timeout_ms());
+  // A daemon from before wire versions states none: it speaks version 1.
+  join.wireVersion = message.wire_version() == 0 ? 1 : message.wire_version();
   return join;
 }
 
 void toProto(const RankTable& table, hetero_comm::v1::RankTable* out) {
   out->set_nranks(table.nranks);
+  out->set_identity(table.identity);
   for (const RankPlacement& p : table.ranks) {
     hetero_comm::v1::RankPlacement* placement = out->add_ranks();
     placement->set_node(p.node);
@@ -63,6 +67,7 @@ void toProto(const RankTable& table, hetero_comm::v1::RankTable* out) {
 Result<RankTable> fromProto(const hetero_comm::v1::RankTable& message) {
   RankTable table;
   table.nranks = message.nranks();
+  table.identity = message.identity();
   for (const auto& p : message.ranks()) table.ranks.push_back({p.node(), p.local_rank()});
   for (const auto& node : message.nodes()) {
     table.nodes.push_back({fromProto(node.identity()),

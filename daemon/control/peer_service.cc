@@ -28,6 +28,7 @@ class JoinReactor final : public grpc::ServerUnaryReactor {
       toProto(result.value(), response_->mutable_table());
       Proof proof = computeTableProof(token_, joinerNonce_, key_, result.value());
       response_->set_table_proof(proof.data(), proof.size());
+      response_->set_wire_version(wireVersion());
     }
     Finish(toGrpcStatus(result.status()));  // `this` may be gone from here on
   }
@@ -81,6 +82,15 @@ Result<PeerService::Admitted> PeerService::admit(const hetero_comm::v1::JoinRequ
   if (!joinerNonce.isOk()) return joinerNonce.status();
   Result<JoinRequest> join = fromProto(request);
   if (!join.isOk()) return join.status();
+  // Before the proof: a daemon of another version may also prove membership another way, and
+  // its operator needs the versions, not "wrong proof".
+  if (join->wireVersion != wireVersion()) {
+    spdlog::warn("peer bootstrap: refused a join from {}: {}", peer,
+                 wireVersionMismatch("it", join->wireVersion, wireVersion()));
+    return Status(Code::InvalidArgument,
+                  "join refused by the root: " +
+                      wireVersionMismatch("the joining daemon", join->wireVersion, wireVersion()));
+  }
   if (!verifyJoinProof(token_, rootNonce.value(), joinerNonce.value(), join.value(),
                        bytesOf(request.proof()))) {
     spdlog::warn("peer bootstrap: refused a join from {}: wrong membership proof", peer);
@@ -119,7 +129,8 @@ grpc::ServerUnaryReactor* PeerService::GetCommProgress(
     }
     Result<Nonce> nonce = nonceOf(request->nonce(), "nonce");
     if (!nonce.isOk()) return nonce.status();
-    if (!verifyProgressProof(token_, nonce.value(), request->comm_key(), bytesOf(request->proof()))) {
+    if (!verifyProgressProof(token_, nonce.value(), request->identity(), request->comm_key(),
+                             bytesOf(request->proof()))) {
       spdlog::warn("peer: refused a progress query from {}: wrong membership proof",
                    context->peer());
       return Status(Code::PermissionDenied,
@@ -128,11 +139,15 @@ grpc::ServerUnaryReactor* PeerService::GetCommProgress(
     }
     std::shared_ptr<const session::FlightRecorder> comm;
     for (const auto& c : board_ ? board_->comms() : decltype(board_->comms()){}) {
-      if (c->identity().keyHex == request->comm_key()) comm = c;
+      // The identity tells apart what the key alone may not (a split's key names its parent).
+      if (c->identity().keyHex == request->comm_key() &&
+          c->identity().wireIdentity == request->identity()) {
+        comm = c;
+      }
     }
     if (!comm) {
-      return Status(Code::NotFound,
-                    "this daemon holds no communicator with key " + request->comm_key());
+      return Status(Code::NotFound, "this daemon holds no communicator with key " +
+                                        request->comm_key() + " and that identity");
     }
     for (const session::RankProgress& p : comm->snapshot(1).ranks) {
       hetero_comm::v1::PeerRankProgress* out = response->add_ranks();

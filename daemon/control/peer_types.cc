@@ -1,13 +1,17 @@
 #include "daemon/control/peer_types.h"
 
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <unordered_set>
+
+#include "daemon/transport/transport.h"
 
 namespace hc::control {
 
@@ -86,7 +90,8 @@ Status validateJoin(const JoinRequest& request) {
   return okStatus();
 }
 
-RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>& joins) {
+RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>& joins,
+                         uint64_t identity) {
   // Joins of one node merge into one entry, whatever order they came in and however the node
   // split its ranks among them.
   std::map<NodeIdentity, NodeEntry> merged;
@@ -103,6 +108,7 @@ RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>&
 
   RankTable table;
   table.nranks = nranks;
+  table.identity = identity;
   table.ranks.resize(nranks);
   table.nodes.reserve(merged.size());
   for (auto& [identity, node] : merged) {
@@ -122,7 +128,39 @@ RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>&
   return table;
 }
 
+uint32_t wireVersion() {
+  static const uint32_t version = [] {
+    const char* hook = std::getenv("HC_TEST_WIRE_VERSION");
+    if (hook == nullptr || *hook == '\0') return transport::kWireVersion;
+    return static_cast<uint32_t>(std::strtoul(hook, nullptr, 10));
+  }();
+  return version;
+}
+
+Result<uint64_t> drawCommIdentity() {
+  while (true) {
+    uint64_t identity = 0;
+    const ssize_t n = ::getrandom(&identity, sizeof(identity), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof(identity))) {
+      return systemError("communicator identity: getrandom", n < 0 ? errno : EIO);
+    }
+    if (identity >= transport::kFirstCommIdentity) return identity;
+  }
+}
+
+std::string wireVersionMismatch(const std::string& who, uint32_t theirs, uint32_t ours) {
+  return who + " speaks wire version " + std::to_string(theirs) + ", this daemon wire version " +
+         std::to_string(ours) +
+         ": daemons of different versions cannot form a communicator (upgrade every daemon of "
+         "the job to one version)";
+}
+
 Status validateRankTable(const RankTable& table) {
+  if (table.identity < transport::kFirstCommIdentity) {
+    return invalidArgument("rank table names the communicator by reserved identity " +
+                           std::to_string(table.identity));
+  }
   if (table.nranks == 0 || table.ranks.size() != table.nranks) {
     return invalidArgument("rank table has " + std::to_string(table.ranks.size()) +
                            " placements for nranks " + std::to_string(table.nranks));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/transport/transport.h"
 
 namespace hc::control {
 
@@ -58,7 +59,22 @@ struct JoinRequest {
   std::string transportAddress;
   // How long this joiner waits for the others; zero means the root's default.
   std::chrono::milliseconds timeout{0};
+  // The data-plane wire version the joining daemon speaks (wireVersion()).
+  uint32_t wireVersion = transport::kWireVersion;
 };
+
+// The data-plane wire version this daemon states at join (transport.h kWireVersion), unless the
+// test hook HC_TEST_WIRE_VERSION names another. Daemons of different versions never form a
+// communicator together: the root refuses such a joiner, and a joiner such a root.
+uint32_t wireVersion();
+
+// A fresh communicator identity (transport.h, Tag::comm) from the kernel's random source, never a
+// reserved one: random, so that no choice of key (another job's, read from hcctl comms) makes two
+// communicators share one. The root draws one per communicator; split children get theirs from a
+// member daemon.
+[[nodiscard]] Result<uint64_t> drawCommIdentity();
+// Peer.Join's FAILED_PRECONDITION text for two versions, naming both.
+std::string wireVersionMismatch(const std::string& who, uint32_t theirs, uint32_t ours);
 
 // Checks one join on its own (sizes, ranges, duplicates within it). The root also checks it
 // against the other joins of its communicator.
@@ -87,6 +103,8 @@ struct RankTable {
   uint32_t nranks = 0;
   std::vector<RankPlacement> ranks;  // indexed by rank, nranks entries
   std::vector<NodeEntry> nodes;
+  // The communicator's identity among its daemons (transport.h, Tag::comm), drawn by the root.
+  uint64_t identity = 0;
 
   bool operator==(const RankTable&) const = default;
 };
@@ -94,10 +112,12 @@ struct RankTable {
 // Builds the table from the complete set of joins of one communicator: every rank exactly once,
 // and the joins of one node (equal NodeIdentity) agreeing on transportAddress (HC_CHECK: the
 // JoinRegistry refuses anything else before it gets here). Joins of one node merge into one
-// NodeEntry.
-RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>& joins);
+// NodeEntry. The communicator is named by `identity` (drawCommIdentity(), at the root).
+RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>& joins,
+                         uint64_t identity);
 
-// Checks a table received from a root: every rank placed once, on a node that lists it.
+// Checks a table received from a root: every rank placed once, on a node that lists it, and an
+// identity outside the reserved ones.
 [[nodiscard]] Status validateRankTable(const RankTable& table);
 
 }  // namespace hc::control

@@ -63,11 +63,18 @@ DaemonMetrics::DaemonMetrics(BuildInfo build)
           "hetero_comm_device_direct",
           "1 for a device whose memory the transport takes in place (the startup probe passed), "
           "0 for one that stages through host memory.",
-          {"device"})) {
+          {"device"})),
+      unexpectedMessages_(registry_.counter(
+          "hetero_comm_unexpected_messages_total",
+          "Messages from peer daemons dropped unread, by reason: stale (their communicator is "
+          "gone here), unknown (no communicator here took their identity in time), over_limit "
+          "(beyond what is held per peer for communicators not formed here yet).",
+          {"reason"})) {
   buildInfo_.set(
       {build.version, build.cuda ? "true" : "false", build.rocm ? "true" : "false", build.ucx}, 1);
   // Present from the start: "no clients" is a reading, not a missing series.
   clients_.set({}, 0);
+  for (const char* reason : {"stale", "unknown", "over_limit"}) unexpectedMessages_.add({reason}, 0);
 }
 
 void DaemonMetrics::collectiveFinished(std::string_view op, std::string_view dtype,
@@ -98,6 +105,10 @@ void DaemonMetrics::stagingFallback(std::string_view reason) {
 }
 
 void DaemonMetrics::deviceDirectTransfer() { directTransfers_.add({}, 1); }
+
+void DaemonMetrics::unexpectedMessagesDropped(std::string_view reason, uint64_t count) {
+  unexpectedMessages_.add({std::string(reason)}, static_cast<double>(count));
+}
 
 void DaemonMetrics::setDeviceDirect(std::string_view device, bool direct) {
   deviceDirect_.set({std::string(device)}, direct ? 1 : 0);

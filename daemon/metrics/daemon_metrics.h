@@ -61,6 +61,10 @@ class DaemonMetrics {
   void deviceReduction(bool acrossDevices);
   // A send or receive between daemons that lent device memory to the transport in place.
   void deviceDirectTransfer();
+  // Messages from peer daemons dropped unread: reason "stale" (their communicator is gone here),
+  // "unknown" (no communicator here took their identity in time), "over_limit" (beyond what is
+  // held per peer for communicators not formed here yet).
+  void unexpectedMessagesDropped(std::string_view reason, uint64_t count);
   // The startup probe's verdict for a device ("sim:nvidia:0", "cuda:nvidia:1").
   void setDeviceDirect(std::string_view device, bool direct);
 
@@ -80,6 +84,7 @@ class DaemonMetrics {
   CounterFamily& deviceReductions_;
   CounterFamily& directTransfers_;
   GaugeFamily& deviceDirect_;
+  CounterFamily& unexpectedMessages_;
 };
 
 }  // namespace hc::metrics

@@ -12,7 +12,8 @@ namespace hc::server {
 Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& config,
                                                   const device::DeviceRegistry& devices,
                                                   const session::StatusBoard* board,
-                                                  HeartbeatBoard* heartbeats) {
+                                                  HeartbeatBoard* heartbeats,
+                                                  metrics::DaemonMetrics* metrics) {
   std::unique_ptr<PeerSide> p(new PeerSide());
   control::PeerServerOptions so;
   so.bindAddress = config.peerListen;
@@ -56,6 +57,14 @@ Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& co
   eo.heartbeatInterval = std::chrono::milliseconds(
       silence == 0 ? config.peerKeepaliveMs
                    : std::clamp<uint32_t>(silence / 5, 1, config.peerKeepaliveMs));
+  // A communicator's first message may come before it formed here, but never later than a
+  // communicator may take to form.
+  eo.holdUnknownFor = std::chrono::milliseconds(std::max<int32_t>(config.initTimeoutMs, 1));
+  if (metrics != nullptr) {
+    eo.onDropped = [metrics](std::string_view reason, size_t count) {
+      metrics->unexpectedMessagesDropped(reason, count);
+    };
+  }
   auto executor = coll::net::NetExecutor::start(std::move(ucx.value()), eo);
   if (!executor.isOk()) return executor.status();
   p->executor_ = std::move(executor.value());

@@ -12,6 +12,7 @@
 #include "daemon/config/daemon_config.h"
 #include "daemon/control/peer_client.h"
 #include "daemon/control/peer_server.h"
+#include "daemon/metrics/daemon_metrics.h"
 #include "daemon/session/bootstrap.h"
 #include "daemon/session/status_board.h"
 
@@ -22,10 +23,12 @@ class PeerSide final : public session::Bootstrap {
   // Reads the token, binds the listener, starts UCX, probes which of `devices` the transport
   // takes in place (devices.direct), and starts the progress thread. Control path.
   // `board` (borrowed, outlives this) answers other daemons' Peer.GetCommProgress; the progress
-  // thread beats a heartbeat of `heartbeats` (the watchdog's).
+  // thread beats a heartbeat of `heartbeats` (the watchdog's) and counts the messages it drops in
+  // `metrics` (borrowed, outlives this; may be null).
   [[nodiscard]] static Result<std::unique_ptr<PeerSide>> start(
       const config::DaemonConfig& config, const device::DeviceRegistry& devices,
-      const session::StatusBoard* board, HeartbeatBoard* heartbeats);
+      const session::StatusBoard* board, HeartbeatBoard* heartbeats,
+      metrics::DaemonMetrics* metrics);
   ~PeerSide() override;
 
   // What the engine borrows; valid until shutdown().

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -86,9 +87,15 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   eo.stateDir = config.stateDir;
   eo.lateReportMs = config.lateReportMs;
   eo.flightRecordEntries = config.flightRecordEntries;
+  // Test hook: the root's answer reaches this daemon late (its ranks' first messages arrive from
+  // the other daemons before the communicator formed here).
+  if (const char* delay = std::getenv("HC_TEST_JOIN_ANSWER_DELAY_MS")) {
+    eo.joinAnswerDelay = std::chrono::milliseconds(std::strtoul(delay, nullptr, 10));
+  }
   session::MultiNode multiNode;
   if (!config.peerListen.empty()) {
-    auto peer = PeerSide::start(config, s->devices_, &s->board_, &s->heartbeats_);
+    auto peer =
+        PeerSide::start(config, s->devices_, &s->board_, &s->heartbeats_, s->metrics_.get());
     if (!peer.isOk()) return peer.status();
     s->peer_ = std::move(peer.value());
     multiNode = s->peer_->multiNode();

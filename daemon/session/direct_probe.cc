@@ -15,7 +15,7 @@ using Clock = std::chrono::steady_clock;
 using transport::MemoryKind;
 
 // The probe talks to itself before any communicator exists, so no real tag is in use yet.
-constexpr uint64_t kProbeTag = transport::makeTag(0xffff, 0xffffffff, 0);
+constexpr transport::Tag kProbeTag = transport::makeTag(transport::kProbeIdentity, 0, 0);
 
 std::optional<MemoryKind> wireKind(device::MemoryType type) {
   switch (type) {

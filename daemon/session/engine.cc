@@ -352,6 +352,7 @@ void Engine::checkDeadlines(Clock::time_point now) {
                                             " did not join before the deadline"});
   }
   for (auto& [id, comm] : comms_) comm->checkDeadline(now);
+  if (!delayedAnswers_.empty()) takeJoinAnswers();
   propagateFailures();
 }
 
@@ -364,6 +365,7 @@ std::optional<Clock::time_point> Engine::nextDeadline() const {
   for (const auto& [id, comm] : comms_) {
     if (auto d = comm->deadline()) consider(*d);
   }
+  for (const auto& answer : delayedAnswers_) consider(answer.readyAt);
   return next;
 }
 

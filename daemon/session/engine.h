@@ -44,6 +44,9 @@ struct EngineOptions {
   std::string stateDir;        // flight record dumps go here ("" = none)
   int lateReportMs = 0;        // comm.late_report_ms
   uint32_t flightRecordEntries = 2000;
+  // Test hook (HC_TEST_JOIN_ANSWER_DELAY_MS): act on each rank table from the root this much
+  // later, as when the root's answer reaches this daemon after the others'.
+  std::chrono::milliseconds joinAnswerDelay{0};
 };
 
 // "0011…ff": a communicator key in logs and as the key of pending inits.
@@ -126,7 +129,8 @@ class Engine {
   // The inter-node side of a communicator that spans daemons.
   struct NetComm {
     std::shared_ptr<const coll::hier::NodeLayout> layout;
-    uint16_t tag = 0;  // transport tag id: the key's low 16 bits
+    // Names the communicator in every message among its daemons (transport.h, Tag::comm).
+    uint64_t identity = 0;
     std::vector<transport::PeerAddress> nodes;
     bool notified = false;  // its failure went out to the other daemons
   };
@@ -156,6 +160,7 @@ class Engine {
     std::string key;
     int rank;
     Result<control::RankTable> table;
+    std::chrono::steady_clock::time_point readyAt;  // joinAnswerDelay after it came
   };
 
   void accept(const SessionPtr& session, const ipc::SubmitEntry& e);
@@ -184,9 +189,10 @@ class Engine {
   void failRemoteInit(const std::string& key, const Status& why);
   void formAcrossNodes(const std::string& key, const control::RankTable& table);
   // A communicator laid out as `layout`: remote ranks marked, and when it spans daemons its
-  // inter-node side (tag, the daemons' addresses) with a watch on every other daemon.
-  std::shared_ptr<Communicator> makeSpanningComm(coll::hier::NodeLayout layout, uint16_t tag,
-                                                 std::vector<transport::PeerAddress> nodes);
+  // inter-node side (identity, the daemons' addresses) with a watch on every other daemon. An
+  // error when the identity is refused here (CommIdentities::claim).
+  Result<std::shared_ptr<Communicator>> makeSpanningComm(
+      coll::hier::NodeLayout layout, uint64_t identity, std::vector<transport::PeerAddress> nodes);
   void runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net, Match match);
   void splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                         const Match& match);
@@ -242,6 +248,7 @@ class Engine {
   std::mutex finishedMutex_;
   std::vector<uint64_t> finished_;  // run ids, filled by pool workers
   std::vector<JoinAnswer> joinAnswers_;  // filled by the bootstrap's threads (finishedMutex_)
+  std::vector<JoinAnswer> delayedAnswers_;  // joinAnswerDelay: taken, not acted on yet
 
   MultiNode multiNode_;
   std::map<std::string, RemoteInit> remoteInits_;

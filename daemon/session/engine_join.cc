@@ -53,6 +53,7 @@ void Engine::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, st
   request.nranks = static_cast<uint32_t>(e.nranks);
   request.ranks = {static_cast<uint32_t>(e.rank)};
   request.node = multiNode_.identity;
+  request.wireVersion = control::wireVersion();
   const auto address = multiNode_.executor->address();
   request.transportAddress.assign(address.bytes.begin(), address.bytes.end());
   const int timeout = e.timeoutMs > 0 ? e.timeoutMs : options_.initTimeoutMs;
@@ -62,7 +63,9 @@ void Engine::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, st
                              [this, key, rank = e.rank](Result<control::RankTable> table) {
                                {
                                  std::lock_guard<std::mutex> lock(finishedMutex_);
-                                 joinAnswers_.push_back({key, rank, std::move(table)});
+                                 joinAnswers_.push_back(
+                                     {key, rank, std::move(table),
+                                      Clock::now() + options_.joinAnswerDelay});
                                }
                                uint64_t one = 1;
                                [[maybe_unused]] ssize_t n = ::write(doneFd_.get(), &one, 8);
@@ -70,12 +73,19 @@ void Engine::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, st
 }
 
 void Engine::takeJoinAnswers() {
-  std::vector<JoinAnswer> answers;
   {
     std::lock_guard<std::mutex> lock(finishedMutex_);
-    answers.swap(joinAnswers_);
+    for (auto& a : joinAnswers_) delayedAnswers_.push_back(std::move(a));
+    joinAnswers_.clear();
   }
-  for (auto& a : answers) onJoinAnswer(std::move(a));
+  const auto now = Clock::now();
+  std::vector<JoinAnswer> ready;
+  std::erase_if(delayedAnswers_, [&](JoinAnswer& a) {
+    if (a.readyAt > now) return false;
+    ready.push_back(std::move(a));
+    return true;
+  });
+  for (auto& a : ready) onJoinAnswer(std::move(a));
 }
 
 void Engine::onJoinAnswer(JoinAnswer answer) {
@@ -128,17 +138,22 @@ void Engine::formAcrossNodes(const std::string& key, const control::RankTable& t
     nodes.push_back(transport::PeerAddress{
         std::vector<uint8_t>(node.transportAddress.begin(), node.transportAddress.end())});
   }
-  auto comm = makeSpanningComm(std::move(layout.value()),
-                               static_cast<uint16_t>(init.key[0] | (init.key[1] << 8)),
-                               std::move(nodes));
+  auto made = makeSpanningComm(std::move(layout.value()), table.identity, std::move(nodes));
+  if (!made.isOk()) {
+    spdlog::error("comm init {}: {}", key, made.status().message());
+    for (auto& [rank, j] : init.joined) j.session->complete(j.requestId, made.status());
+    return;
+  }
+  std::shared_ptr<Communicator> comm = std::move(made.value());
   for (auto& [rank, j] : init.joined) {
     comm->setMember(rank, j.session.get());
     uint64_t handle = j.session->addMember(Member{comm, rank});
     j.session->complete(j.requestId, okStatus(), handle);
     j.session->flushCompletions();
   }
-  spdlog::info("communicator {:x} formed across {} daemons: {} ranks, {} here (node {})",
-               comm->id(), table.nodes.size(), init.nranks, init.joined.size(), self);
+  spdlog::info(
+      "communicator {:x} formed across {} daemons: {} ranks, {} here (node {}), identity {:016x}",
+      comm->id(), table.nodes.size(), init.nranks, init.joined.size(), self, table.identity);
   std::vector<std::string> addresses;
   std::vector<std::vector<int>> ranks;
   for (const auto& node : table.nodes) {
@@ -153,9 +168,11 @@ void Engine::formAcrossNodes(const std::string& key, const control::RankTable& t
   progress(comm);
 }
 
-std::shared_ptr<Communicator> Engine::makeSpanningComm(coll::hier::NodeLayout layout,
-                                                       uint16_t tag,
-                                                       std::vector<transport::PeerAddress> nodes) {
+Result<std::shared_ptr<Communicator>> Engine::makeSpanningComm(
+    coll::hier::NodeLayout layout, uint64_t identity, std::vector<transport::PeerAddress> nodes) {
+  // Claimed before anything is sent: from here on this daemon delivers the identity's messages
+  // (those that came early were held for it) and refuses it to any other communicator.
+  if (layout.nodes() >= 2) HC_RETURN_IF_ERROR(multiNode_.executor->identities().claim(identity));
   auto comm = std::make_shared<Communicator>(nextCommId_++, layout.nranks(), options_.opTimeoutMs);
   for (int r = 0; r < layout.nranks(); ++r) {
     if (!layout.isLocal(r)) comm->markRemote(r);
@@ -164,8 +181,7 @@ std::shared_ptr<Communicator> Engine::makeSpanningComm(coll::hier::NodeLayout la
   if (layout.nodes() < 2) return comm;  // every rank here: a plain local communicator
   NetComm& net = netComms_[comm->id()];
   net.layout = std::make_shared<const coll::hier::NodeLayout>(std::move(layout));
-  // 0xffff is the executor's heartbeat; a key that maps there takes the tag next to it.
-  net.tag = tag == coll::net::kHeartbeatComm ? tag - 1 : tag;
+  net.identity = identity;
   net.nodes = std::move(nodes);
   watchNodes(comm, net);
   return comm;

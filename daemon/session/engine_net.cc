@@ -61,23 +61,15 @@ std::string describe(const Descriptor& d) {
   return describeOp(op);
 }
 
-// Transfers between the same two daemons share the tag space: the pair of ranks tells them
-// apart (exactly below 182 ranks; beyond, pairs may share a tag, and transfers of one pair of
-// daemons with one tag still match in posting order).
-uint32_t transferSeq(int src, int dst, int nranks, uint64_t seq) {
-  const uint64_t pair = (static_cast<uint64_t>(src) * nranks + dst) & 0x7fff;
-  return 0x80000000u | static_cast<uint32_t>(pair << 16) | static_cast<uint32_t>(seq & 0xffff);
-}
-
 // A notice's transfer with daemon `node`: a send of ours, or the watch's receive of theirs.
-coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t node, uint16_t tag,
+coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t node, uint64_t identity,
                             std::vector<uint8_t>& notice,
                             const std::vector<transport::PeerAddress>& nodes) {
   coll::net::NetJob job;
   job.spec.kind = kind;
   job.spec.self = self;
   job.spec.root = node;
-  job.spec.comm = tag;
+  job.spec.comm = identity;
   job.spec.seq = kNoticeSeq;
   job.spec.dtype = 0;  // int8
   job.spec.count = notice.size();
@@ -86,16 +78,10 @@ coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t n
   return job;
 }
 
-// A child communicator's tag id: the same on every daemon (they all split alike), and spread so
-// that children of one parent rarely share a tag.
-uint16_t childTag(uint16_t parentTag, int color, uint64_t seq) {
-  uint64_t x = (uint64_t{parentTag} << 48) ^ (uint64_t(uint32_t(color)) << 16) ^ seq;
-  x += 0x9e3779b97f4a7c15ull;  // splitmix64's finalizer
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return static_cast<uint16_t>(x);
-}
+// What each rank contributes to a split among daemons, in int32 words: its color and key, and an
+// identity its daemon drew for the child it may found (the child takes the one of its lowest
+// parent rank, so every daemon names the child alike, and no identity comes from the parent's).
+constexpr size_t kSplitWords = 4;
 
 }  // namespace
 
@@ -140,7 +126,7 @@ void Engine::exchange(const NetComm& net, NetRun run, const void* mine, size_t b
   coll::net::NetJob job;
   job.spec.kind = coll::net::NetOpKind::AllGather;
   job.spec.self = net.layout->self;
-  job.spec.comm = net.tag;
+  job.spec.comm = net.identity;
   job.spec.seq = collectiveSeq(run.match.seq) | kAgreeBit;
   job.spec.dtype = 0;  // int8
   job.spec.blockCounts.assign(net.nodes.size(), bytes);
@@ -208,7 +194,7 @@ void Engine::startNetOp(const NetComm& net, NetRun run) {
   run.plan->before();
   coll::net::NetJob job;
   job.spec = run.plan->spec();
-  job.spec.comm = net.tag;
+  job.spec.comm = net.identity;
   job.spec.options = multiNode_.netOptions;
   job.spec.memory = run.memory;
   if (run.stagedTransfer) {
@@ -219,8 +205,8 @@ void Engine::startNetOp(const NetComm& net, NetRun run) {
   if (isPointToPoint(head.type)) {
     const int me = run.match.refs.front().rank;
     const bool send = head.type == ipc::OpType::Send;
-    job.spec.seq = transferSeq(send ? me : head.root, send ? head.root : me,
-                               run.comm->nranks(), head.seq);
+    job.spec.seq = transferSeq(static_cast<uint32_t>(send ? me : head.root),
+                               static_cast<uint32_t>(send ? head.root : me), head.seq);
   } else {
     job.spec.seq = collectiveSeq(run.match.seq);
   }
@@ -230,26 +216,34 @@ void Engine::startNetOp(const NetComm& net, NetRun run) {
 
 void Engine::splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                               const Match& match) {
-  // Every daemon learns every rank's (color, key) by an allgather among the daemons, then makes
-  // the same children.
+  // Every daemon learns every rank's (color, key, identity proposal) by an allgather among the
+  // daemons, then makes the same children.
   const auto& layout = *net.layout;
   NetRun run;
   run.kind = NetRun::Kind::Split;
   run.comm = comm;
   run.layout = net.layout;
-  run.notice.assign(static_cast<size_t>(layout.nranks()) * 2 * sizeof(int32_t), 0);
+  run.notice.assign(static_cast<size_t>(layout.nranks()) * kSplitWords * sizeof(int32_t), 0);
   for (size_t i = 0; i < match.ops.size(); ++i) {
-    const int32_t pair[2] = {match.ops[i].splitColor, match.ops[i].splitKey};
-    const uint64_t slot = layout.slotOf(static_cast<uint32_t>(match.refs[i].rank), 2);
-    std::memcpy(run.notice.data() + slot * sizeof(int32_t), pair, sizeof(pair));
+    Result<uint64_t> proposal = control::drawCommIdentity();
+    if (!proposal.isOk()) {
+      comm->finishMatch(match, proposal.status());
+      return;
+    }
+    int32_t words[kSplitWords] = {match.ops[i].splitColor, match.ops[i].splitKey};
+    std::memcpy(&words[2], &proposal.value(), sizeof(uint64_t));
+    const uint64_t slot = layout.slotOf(static_cast<uint32_t>(match.refs[i].rank), kSplitWords);
+    std::memcpy(run.notice.data() + slot * sizeof(int32_t), words, sizeof(words));
   }
   coll::net::NetJob job;
   job.spec.kind = coll::net::NetOpKind::AllGather;
   job.spec.self = layout.self;
-  job.spec.comm = net.tag;
+  job.spec.comm = net.identity;
   job.spec.seq = collectiveSeq(match.seq);
   job.spec.dtype = 2;  // int32
-  for (const auto& ranks : layout.ranksOfNode) job.spec.blockCounts.push_back(ranks.size() * 2);
+  for (const auto& ranks : layout.ranksOfNode) {
+    job.spec.blockCounts.push_back(ranks.size() * kSplitWords);
+  }
   job.spec.buffer = run.notice.data();
   job.spec.options = multiNode_.netOptions;
   job.nodes = net.nodes;
@@ -267,10 +261,33 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
   }
   // color -> (key, parent rank); new ranks by key, ties by parent rank (NCCL's rule).
   std::map<int32_t, std::vector<std::pair<int32_t, uint32_t>>> byColor;
+  // color -> the child's identity: the proposal of its lowest parent rank.
+  std::map<int32_t, uint64_t> identityOf;
   for (uint32_t r = 0; r < static_cast<uint32_t>(parent.nranks()); ++r) {
-    int32_t pair[2];
-    std::memcpy(pair, run.notice.data() + parent.slotOf(r, 2) * sizeof(int32_t), sizeof(pair));
-    if (pair[0] != ipc::kSplitNoColor) byColor[pair[0]].emplace_back(pair[1], r);
+    int32_t words[kSplitWords];
+    std::memcpy(words, run.notice.data() + parent.slotOf(r, kSplitWords) * sizeof(int32_t),
+                sizeof(words));
+    if (words[0] == ipc::kSplitNoColor) continue;
+    byColor[words[0]].emplace_back(words[1], r);
+    uint64_t proposal;
+    std::memcpy(&proposal, &words[2], sizeof(proposal));
+    identityOf.try_emplace(words[0], proposal);  // ranks ascend: the first is the lowest
+  }
+  // Two children of one split share an identity, or one is taken here already, only by a broken
+  // random source: the split fails as a whole before any child forms.
+  std::set<uint64_t> distinct;
+  for (const auto& [color, identity] : identityOf) {
+    const bool here = std::any_of(match.ops.begin(), match.ops.end(),
+                                  [c = color](const PendingOp& op) { return op.splitColor == c; });
+    if (!distinct.insert(identity).second ||
+        (here && multiNode_.executor->identities().lookup(identity) !=
+                     coll::net::CommIdentities::Known::Unknown)) {
+      const Status why = internalError("split: the identity drawn for color " +
+                                       std::to_string(color) + " is taken; refusing the split");
+      spdlog::error("communicator {:x}: {}", run.comm->id(), why.message());
+      run.comm->finishMatch(match, why);
+      return;
+    }
   }
   std::vector<Communicator::OpResult> results(match.ops.size());
   for (auto& [color, members] : byColor) {
@@ -308,9 +325,10 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
       return;
     }
     const size_t childNodes = layout->nodes();
-    auto child = makeSpanningComm(std::move(layout.value()),
-                                  childTag(parentNet->second.tag, color, match.seq),
-                                  std::move(nodes));
+    auto made = makeSpanningComm(std::move(layout.value()), identityOf[color], std::move(nodes));
+    // Checked for every color before any child formed (below the byColor loop's start).
+    HC_CHECK(made.isOk());
+    std::shared_ptr<Communicator> child = std::move(made.value());
     for (size_t i = 0; i < match.ops.size(); ++i) {
       const int c = childOf[match.refs[i].rank];
       if (c < 0 || match.ops[i].splitColor != color) continue;
@@ -320,8 +338,9 @@ void Engine::finishSplitAcrossNodes(NetRun& run) {
     }
     observe(child, splitKeyHex(run.comm->keyHex(), match.seq, color), std::move(peerAddresses),
             std::move(recordedRanks));
-    spdlog::info("communicator {:x} split from {:x}: color {}, {} ranks over {} daemons",
-                 child->id(), run.comm->id(), color, n, childNodes);
+    spdlog::info(
+        "communicator {:x} split from {:x}: color {}, {} ranks over {} daemons, identity {:016x}",
+        child->id(), run.comm->id(), color, n, childNodes, identityOf[color]);
   }
   run.comm->finishMatch(match, okStatus(), results);
 }
@@ -348,7 +367,7 @@ void Engine::watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm
     run.comm = comm;
     run.node = n;
     run.notice.assign(kNoticeBytes, 0);
-    auto job = noticeJob(coll::net::NetOpKind::Recv, net.layout->self, n, net.tag, run.notice,
+    auto job = noticeJob(coll::net::NetOpKind::Recv, net.layout->self, n, net.identity, run.notice,
                          net.nodes);
     submitNet(std::move(run), std::move(job));
   }
@@ -475,7 +494,7 @@ void Engine::notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net
   net.notified = true;
   // First stop this communicator's inter-node work (running ops tell the daemons they exchange
   // with), then tell every other daemon, whatever it is doing.
-  multiNode_.executor->abortComm(net.tag, comm->failure());
+  multiNode_.executor->abortComm(net.identity, comm->failure());
   sendNotices(comm, net, kNoticeFailure, comm->failure().message());
 }
 
@@ -490,7 +509,7 @@ void Engine::sendNotices(const std::shared_ptr<Communicator>& comm, const NetCom
     run.notice.assign(kNoticeBytes, 0);
     run.notice[0] = kind;
     std::memcpy(run.notice.data() + 1, text.data(), std::min(text.size(), kNoticeBytes - 2));
-    auto job = noticeJob(coll::net::NetOpKind::Send, net.layout->self, n, net.tag, run.notice,
+    auto job = noticeJob(coll::net::NetOpKind::Send, net.layout->self, n, net.identity, run.notice,
                          net.nodes);
     submitNet(std::move(run), std::move(job));
   }
@@ -505,6 +524,8 @@ void Engine::retireNet(const std::shared_ptr<Communicator>& comm) {
     // Our watches end when the others say goodbye (or fail, or go away) in turn.
     sendNotices(comm, it->second, kNoticeGoodbye, "destroyed");
   }
+  // Its later messages are stale here: dropped and counted, never matched to another.
+  multiNode_.executor->identities().retire(it->second.identity);
   netComms_.erase(it);
 }
 

@@ -70,7 +70,7 @@ Result<std::unique_ptr<coll::hier::NodePlan>> Engine::planSlice(NetRun& run, siz
 Engine::NetRun& Engine::submitSlice(const NetComm& net, NetRun run) {
   coll::net::NetJob job;
   job.spec = run.plan->spec();
-  job.spec.comm = net.tag;
+  job.spec.comm = net.identity;
   job.spec.options = multiNode_.netOptions;
   job.spec.seq = collectiveSeq(run.match.seq);
   job.nodes = net.nodes;

@@ -49,6 +49,9 @@ void Engine::observe(const std::shared_ptr<Communicator>& comm, std::string keyH
   CommIdentity identity;
   identity.id = comm->id();
   identity.keyHex = keyHex;
+  if (auto net = netComms_.find(comm->id()); net != netComms_.end()) {
+    identity.wireIdentity = net->second.identity;
+  }
   identity.nranks = comm->nranks();
   identity.localRanks = comm->localRanks();
   identity.nodeAddresses = std::move(nodeAddresses);

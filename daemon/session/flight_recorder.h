@@ -66,6 +66,8 @@ struct RankProgress {
 struct CommIdentity {
   uint64_t id = 0;       // the daemon's communicator id (local)
   std::string keyHex;    // the communicator key, 32 hex digits: the same on every daemon
+  // What names it in messages between its daemons (transport.h, Tag::comm); 0 on one daemon.
+  uint64_t wireIdentity = 0;
   int nranks = 0;
   std::vector<int> localRanks;
   // A communicator that spans daemons: each daemon's Peer address (where Peer.GetCommProgress

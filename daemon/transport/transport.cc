@@ -1,5 +1,7 @@
 #include "daemon/transport/transport.h"
 
+#include <cstdio>
+
 namespace hc::transport {
 
 const char* memoryKindName(MemoryKind kind) {
@@ -12,6 +14,13 @@ const char* memoryKindName(MemoryKind kind) {
       return "rocm";
   }
   return "unknown";
+}
+
+std::string tagString(const Tag& tag) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%llx/%llx/%x", static_cast<unsigned long long>(tag.comm),
+                static_cast<unsigned long long>(tag.seq), tag.chunk);
+  return text;
 }
 
 }  // namespace hc::transport

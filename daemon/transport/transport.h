@@ -2,16 +2,18 @@
 // shape of UCX's tag API. Implementations: loopback/ (in-process, for tests) today; ucx/ (the only
 // place UCX headers appear) next.
 // Depends on hc_common only. coll/ drives a Transport; a Transport knows nothing of
-// communicators except the tag layout below.
+// communicators except the tag below.
 //
 // Work goes post -> progress -> test: postSend()/postRecv() lend a buffer and return a request;
 // progress() moves requests forward; test() reports the outcome and, once final, releases the
 // request and returns the buffer to the caller. No call here throws or blocks.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -39,26 +41,68 @@ struct PeerAddress {
 };
 
 // ---- tags ------------------------------------------------------------------------------------
-// A tag names one message of one operation of one communicator:
-//   bits 63..48  comm   the low 16 bits of the communicator key. Lets a daemon recognize, and
-//                       drop with discardUnexpected(), stale traffic for a communicator it no
-//                       longer (or never) knew. Two live communicators between the same pair
-//                       of daemons must differ here; communicator creation rejects a collision.
-//   bits 47..16  seq    the operation's sequence number in the communicator (collectives) or
-//                       in the (communicator, peer pair) (send/recv), modulo 2^32.
-//   bits 15..0   chunk  assigned by the algorithm: its step and chunk index within the operation.
-constexpr int kTagCommShift = 48;
-constexpr int kTagSeqShift = 16;
-constexpr uint64_t kTagCommMask = 0xffffull << kTagCommShift;
-constexpr uint64_t kTagSeqMask = 0xffffffffull << kTagSeqShift;
-constexpr uint64_t kTagChunkMask = 0xffffull;
+// A tag names one message of one operation of one communicator, in three fields that travel
+// whole (no field is folded into another, and matching compares all of them):
+//   comm   the communicator's identity across daemons: 64 bits the root daemon draws at random
+//          when the communicator forms (split children: drawn by a member daemon and carried in
+//          the split's exchange), carried in the signed rank table, and refused at formation by
+//          a daemon that already knows it (daemon/coll/net/comm_identities.h). Never bits of the
+//          communicator's key: two jobs never share an identity by choosing keys. Identities
+//          below kFirstCommIdentity name traffic between a pair of daemons that belongs to no
+//          communicator (heartbeats, the direct probe).
+//   seq    the operation within the communicator: its user's layer decides the layout (the
+//          engine's: daemon/session/net_seq.h).
+//   chunk  assigned by the algorithm: its step and chunk index within the operation.
+struct Tag {
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  uint32_t chunk = 0;
 
-constexpr uint64_t makeTag(uint16_t comm, uint32_t seq, uint16_t chunk) {
-  return (uint64_t{comm} << kTagCommShift) | (uint64_t{seq} << kTagSeqShift) | chunk;
+  bool operator==(const Tag&) const = default;
+  auto operator<=>(const Tag&) const = default;
+};
+
+constexpr Tag makeTag(uint64_t comm, uint64_t seq, uint32_t chunk) { return Tag{comm, seq, chunk}; }
+
+// Which bits of each field a pattern compares (discardUnexpected()).
+constexpr Tag kMatchComm{~0ull, 0, 0};
+constexpr Tag kMatchCommSeq{~0ull, ~0ull, 0};
+constexpr Tag kMatchAll{~0ull, ~0ull, ~0u};
+
+constexpr bool tagMatches(const Tag& tag, const Tag& pattern, const Tag& mask) {
+  return ((tag.comm ^ pattern.comm) & mask.comm) == 0 && ((tag.seq ^ pattern.seq) & mask.seq) == 0 &&
+         ((tag.chunk ^ pattern.chunk) & mask.chunk) == 0;
 }
-constexpr uint16_t tagComm(uint64_t tag) { return static_cast<uint16_t>(tag >> kTagCommShift); }
-constexpr uint32_t tagSeq(uint64_t tag) { return static_cast<uint32_t>(tag >> kTagSeqShift); }
-constexpr uint16_t tagChunk(uint64_t tag) { return static_cast<uint16_t>(tag); }
+
+// "comm/seq/chunk" in hex, for messages.
+std::string tagString(const Tag& tag);
+
+// For hash maps keyed by (peer, tag).
+constexpr size_t hashTag(const Tag& tag, uint32_t peer) {
+  uint64_t x = tag.comm * 0x9e3779b97f4a7c15ull;
+  x ^= (tag.seq + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
+  x ^= (uint64_t{tag.chunk} << 32 | peer) * 0x94d049bb133111ebull;
+  return static_cast<size_t>(x ^ (x >> 31));
+}
+
+// Identities that no communicator uses: the executors' heartbeats and the startup probe.
+constexpr uint64_t kHeartbeatIdentity = 1;
+constexpr uint64_t kProbeIdentity = 2;
+constexpr uint64_t kFirstCommIdentity = 256;
+
+// The version of everything daemons say to each other over a Transport: the tag above and what
+// the engine puts in it, and each backend's framing (ucx_wire.h). Daemons state it in Peer.Join,
+// and a communicator forms only among daemons of one version. Bump it with any change to those.
+// Version 1: 16 identity bits taken from the key; 2: the fields above.
+constexpr uint32_t kWireVersion = 2;
+
+// A message that arrived with no receive posted, as dropUnexpected() shows it.
+struct UnexpectedMessage {
+  PeerId peer = 0;
+  Tag tag;
+  size_t bytes = 0;  // its payload's length
+  std::chrono::steady_clock::time_point arrived;
+};
 
 // ---- the interface ---------------------------------------------------------------------------
 // Threads: a Transport endpoint is driven by the one progress thread that owns it (a UCX worker
@@ -101,9 +145,9 @@ class Transport {
   // final; a send is complete once the buffer may be reused, which does not mean the peer
   // received it. bytes may be 0 (then buf may be null). NotFound for a peer that was never
   // connected; InvalidArgument for a kind this backend does not move.
-  [[nodiscard]] virtual Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf,
+  [[nodiscard]] virtual Result<RequestId> postSend(PeerId peer, Tag tag, const void* buf,
                                                    size_t bytes, MemoryKind kind) = 0;
-  [[nodiscard]] Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf,
+  [[nodiscard]] Result<RequestId> postSend(PeerId peer, Tag tag, const void* buf,
                                            size_t bytes) {
     return postSend(peer, tag, buf, bytes, MemoryKind::Host);
   }
@@ -111,9 +155,9 @@ class Transport {
   // final. A message shorter than the buffer fills its front (test() gives its length); a longer
   // one fails the receive with TransportError and leaves the buffer's contents undefined: never
   // a silent truncation.
-  [[nodiscard]] virtual Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf,
+  [[nodiscard]] virtual Result<RequestId> postRecv(PeerId peer, Tag tag, void* buf,
                                                    size_t bytes, MemoryKind kind) = 0;
-  [[nodiscard]] Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes) {
+  [[nodiscard]] Result<RequestId> postRecv(PeerId peer, Tag tag, void* buf, size_t bytes) {
     return postRecv(peer, tag, buf, bytes, MemoryKind::Host);
   }
 
@@ -135,9 +179,16 @@ class Transport {
   // reports a final state. NotFound for an unknown id.
   [[nodiscard]] virtual Status cancel(RequestId request) = 0;
 
+  // Calls `drop` on every message that arrived with no receive posted, oldest first per (peer,
+  // tag), and drops those for which it returns true (a dropped message's sender is released as
+  // if a receive had taken it). Returns how many were dropped. `drop` must not call back in.
+  virtual size_t dropUnexpected(const std::function<bool(const UnexpectedMessage&)>& drop) = 0;
   // Drops messages that arrived with no receive posted and whose tag matches `tag` on the bits
-  // of `mask` (e.g. kTagCommMask for everything of one communicator). Returns how many.
-  virtual size_t discardUnexpected(uint64_t tag, uint64_t mask) = 0;
+  // of `mask` (e.g. kMatchComm for everything of one communicator). Returns how many.
+  size_t discardUnexpected(const Tag& tag, const Tag& mask) {
+    return dropUnexpected(
+        [&](const UnexpectedMessage& m) { return tagMatches(m.tag, tag, mask); });
+  }
 
   // Readable when progress() would find something to do; progress() consumes the readiness.
   // The owner's loop: progress() until it returns 0, then epoll on this fd. -1 when the backend

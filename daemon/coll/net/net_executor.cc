@@ -93,6 +93,11 @@ Status validate(const transport::Transport* transport, const NetExecutorOptions&
         "intervals (" +
         std::to_string(4 * o.heartbeatInterval.count()) + " ms)");
   }
+  if (o.holdUnknownFor.count() < 1 || o.heldMessagesPerPeer < 1) {
+    return invalidArgument(
+        "net executor: messages of unknown communicators must be held at least 1 ms, and "
+        "at least one per peer");
+  }
   return okStatus();
 }
 
@@ -119,9 +124,11 @@ Result<std::unique_ptr<NetExecutor>> NetExecutor::start(
 
   transport::PeerAddress address = transport->address();
   auto mailbox = std::make_unique<detail::Mailbox>(std::move(wakeFd), std::move(doneFd));
+  auto identities = std::make_shared<CommIdentities>();
   auto loop = std::make_unique<detail::ProgressLoop>(std::move(transport), options, *mailbox,
-                                                     std::move(epollFd));
-  std::unique_ptr<NetExecutor> executor(new NetExecutor(std::move(address), std::move(mailbox)));
+                                                     std::move(epollFd), identities);
+  std::unique_ptr<NetExecutor> executor(
+      new NetExecutor(std::move(address), std::move(mailbox), std::move(identities)));
   try {
     // The thread owns the loop; the loop destroys the transport before the thread ends.
     executor->thread_ = std::thread([loop = std::move(loop)]() mutable {
@@ -134,8 +141,11 @@ Result<std::unique_ptr<NetExecutor>> NetExecutor::start(
   return executor;
 }
 
-NetExecutor::NetExecutor(transport::PeerAddress address, std::unique_ptr<detail::Mailbox> mailbox)
-    : address_(std::move(address)), mailbox_(std::move(mailbox)) {}
+NetExecutor::NetExecutor(transport::PeerAddress address, std::unique_ptr<detail::Mailbox> mailbox,
+                         std::shared_ptr<CommIdentities> identities)
+    : address_(std::move(address)),
+      identities_(std::move(identities)),
+      mailbox_(std::move(mailbox)) {}
 
 NetExecutor::~NetExecutor() { stop(); }
 
@@ -148,7 +158,7 @@ void NetExecutor::stop() {
 
 void NetExecutor::submit(NetJob job) { mailbox_->post(std::move(job)); }
 
-void NetExecutor::abortComm(uint16_t comm, Status why) {
+void NetExecutor::abortComm(uint64_t comm, Status why) {
   if (why.isOk()) why = unavailable("communicator aborted");
   mailbox_->post(detail::Mailbox::Abort{comm, std::move(why)});
 }

@@ -18,7 +18,7 @@
 //
 // Silent peers. A peer daemon that is stopped (SIGSTOP, a debugger) is no failure to the transport:
 // its kernel still acknowledges. So the executor runs an application-level heartbeat on the
-// reserved communicator tag id kHeartbeatComm: as soon as it connects to a peer it posts a receive
+// reserved identity transport::kHeartbeatIdentity: as soon as it connects to a peer it posts a receive
 // for that peer's heartbeats and sends it one, then one every heartbeatInterval. A peer that
 // - is a node of a running job, and
 // - has sent us at least one heartbeat (it has connected to us: it ran a job with us), and
@@ -43,20 +43,17 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/coll/net/comm_identities.h"
 #include "daemon/coll/net/net_op.h"
 #include "common/heartbeat.h"
 #include "daemon/transport/transport.h"
 
 namespace hc::coll::net {
-
-// The communicator tag id (transport.h tag layout, bits 63..48) reserved for the executors'
-// heartbeats. Communicators must never use it: communicator creation must reject a key whose low
-// 16 bits are 0xffff (a collision would mix heartbeats into an op's traffic, or the reverse).
-constexpr uint16_t kHeartbeatComm = 0xffff;
 
 // Spin this long after the last pass that moved something before sleeping.
 constexpr std::chrono::microseconds kSpinAfterActivity{50};
@@ -100,7 +97,20 @@ struct NetExecutorOptions {
   std::chrono::milliseconds silenceTimeout{5000};
   // Beaten on every pass of the progress thread (the watchdog's view of it); null = none.
   std::shared_ptr<Heartbeat> heartbeat;
+  // Messages naming a communicator identity this daemon has not learned (comm_identities.h) are
+  // held at most this long (the daemon: comm.init_timeout_ms, the longest a communicator may take
+  // to form), and at most this many, of at most this many payload bytes, per peer.
+  std::chrono::milliseconds holdUnknownFor{120000};
+  size_t heldMessagesPerPeer = 4096;
+  size_t heldBytesPerPeer = size_t{64} << 20;
+  // Told of messages dropped unread, on the progress thread: reason "stale" (a retired identity),
+  // "unknown" (still unknown after holdUnknownFor) or "over_limit" (beyond the per-peer bounds).
+  std::function<void(std::string_view reason, size_t count)> onDropped;
 };
+
+// How often messages that arrived with no receive posted are sorted by their identity while some
+// are held (otherwise at every heartbeat).
+constexpr std::chrono::milliseconds kSweepInterval{100};
 
 namespace detail {
 class Mailbox;  // net_executor_loop.h: what the owner's threads and the progress thread share
@@ -130,6 +140,10 @@ class NetExecutor {
 
   // The transport's address, captured at start(). Any thread.
   transport::PeerAddress address() const { return address_; }
+  // The identities of the communicators whose traffic this executor carries: the owner claims
+  // one before it submits the communicator's first job and retires it when the communicator
+  // goes. Any thread.
+  CommIdentities& identities() { return *identities_; }
 
   // Any thread; never blocks on the work. Queues the job and wakes the thread; the job's result is
   // posted exactly once. After stop() the result (Unavailable "shutting down") is posted at once.
@@ -139,7 +153,7 @@ class NetExecutor {
   // unless it fails otherwise first. Jobs submitted after this call are not affected: for
   // kDrainAbortedFor only messages of the aborted jobs' (comm, seq) that find no receive posted
   // are dropped.
-  void abortComm(uint16_t comm, Status why);
+  void abortComm(uint64_t comm, Status why);
 
   // An eventfd, readable while results wait in the queue. Owned by the executor; any thread may
   // epoll it.
@@ -152,9 +166,11 @@ class NetExecutor {
   static constexpr std::chrono::milliseconds kStopGiveUpAfter{2000};
 
  private:
-  NetExecutor(transport::PeerAddress address, std::unique_ptr<detail::Mailbox> mailbox);
+  NetExecutor(transport::PeerAddress address, std::unique_ptr<detail::Mailbox> mailbox,
+              std::shared_ptr<CommIdentities> identities);
 
   const transport::PeerAddress address_;
+  std::shared_ptr<CommIdentities> identities_;  // shared with the progress thread
   std::unique_ptr<detail::Mailbox> mailbox_;  // the fds and queues the threads share
   std::mutex stopMutex_;                      // serializes stop() calls
   std::thread thread_;

@@ -26,9 +26,11 @@ uint64_t bytesOf(const NetOpSpec& spec) {
 }  // namespace
 
 ProgressLoop::ProgressLoop(std::unique_ptr<transport::Transport> transport,
-                           const NetExecutorOptions& options, Mailbox& mailbox, UniqueFd epollFd)
+                           const NetExecutorOptions& options, Mailbox& mailbox, UniqueFd epollFd,
+                           std::shared_ptr<const CommIdentities> identities)
     : transport_(std::move(transport)),
       options_(options),
+      identities_(std::move(identities)),
       mailbox_(mailbox),
       epollFd_(std::move(epollFd)),
       transportHasFd_(transport_->eventFd() >= 0) {}
@@ -113,7 +115,7 @@ void ProgressLoop::startJob(NetJob job) {
     return;
   }
   NetOpPtr op = std::move(made.value());
-  spdlog::debug("net executor: job {}: {} of {} B, node {} of {}, comm {:#06x} seq {}: {}", job.id,
+  spdlog::debug("net executor: job {}: {} of {} B, node {} of {}, comm {:x} seq {:x}: {}", job.id,
                 netOpKindName(spec.kind), bytesOf(spec), spec.self, n, spec.comm, spec.seq,
                 op->algorithm());
   Status started = op->start();
@@ -123,7 +125,7 @@ void ProgressLoop::startJob(NetJob job) {
   involve(jobs_.back(), +1);
 }
 
-void ProgressLoop::abortComm(uint16_t comm, const Status& why) {
+void ProgressLoop::abortComm(uint64_t comm, const Status& why) {
   nextHousekeeping_ = Clock::time_point::min();
   for (Job& job : jobs_) {
     if (job.spec.comm != comm) continue;

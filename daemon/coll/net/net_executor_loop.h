@@ -25,7 +25,7 @@ namespace hc::coll::net::detail {
 class Mailbox {
  public:
   struct Abort {
-    uint16_t comm;
+    uint64_t comm;
     Status why;
   };
   using Command = std::variant<NetJob, Abort>;
@@ -64,7 +64,7 @@ class Mailbox {
 class ProgressLoop {
  public:
   ProgressLoop(std::unique_ptr<transport::Transport> transport, const NetExecutorOptions& options,
-               Mailbox& mailbox, UniqueFd epollFd);
+               Mailbox& mailbox, UniqueFd epollFd, std::shared_ptr<const CommIdentities> identities);
   ProgressLoop(const ProgressLoop&) = delete;
   ProgressLoop& operator=(const ProgressLoop&) = delete;
 
@@ -102,7 +102,7 @@ class ProgressLoop {
   // ---- jobs (net_executor_loop.cc) ----
   void apply(std::vector<Mailbox::Command> commands, bool stopping);
   void startJob(NetJob job);
-  void abortComm(uint16_t comm, const Status& why);
+  void abortComm(uint64_t comm, const Status& why);
   // Progresses every running job and posts the results of those that ended; returns how many.
   size_t progressJobs();
   void postResult(uint64_t id, Status status, std::string algorithm);
@@ -135,15 +135,19 @@ class ProgressLoop {
   void housekeeping(Clock::time_point now);
   // Restarts the silence clocks when this thread itself did not run for a long time.
   void checkStall(Clock::time_point now);
+  // Drops what arrived unmatched for retired identities, and for unknown ones past their time or
+  // beyond the per-peer bounds (comm_identities.h). Returns whether any unknown one is held.
+  bool sweepUnexpected(Clock::time_point now);
 
   std::unique_ptr<transport::Transport> transport_;  // reset by teardown(), before the buffers go
-  // Ops aborted by the owner, by the (comm, seq) bits of their tags, and until when their stray
+  // Ops aborted by the owner, by the (comm, seq) fields of their tags, and until when their stray
   // traffic is drained: an aborted op posts no more receives, and a peer's send into it (a
   // rendezvous) would otherwise wait for ever, holding that peer's op and its buffers. Only the
-  // aborted ops' own tags: a later op of the same communicator, or a new communicator with the
-  // same low key bits, may already have messages waiting for its receives.
-  std::map<uint64_t, Clock::time_point> draining_;
+  // aborted ops' own tags: a later op of the same communicator may already have messages
+  // waiting for its receives.
+  std::map<transport::Tag, Clock::time_point> draining_;
   const NetExecutorOptions options_;
+  const std::shared_ptr<const CommIdentities> identities_;
   Mailbox& mailbox_;  // borrowed: the NetExecutor owns it and joins this thread first
   UniqueFd epollFd_;  // over mailbox_.wakeFd() and transport_->eventFd()
   const bool transportHasFd_;

@@ -1,7 +1,7 @@
 // ProgressLoop: peers, their failures, and the heartbeats that find the silent ones.
 //
 // The heartbeat protocol. Every heartbeat is one 8-byte message (the sender's count of heartbeats
-// sent to that peer, for debugging) with the tag makeTag(kHeartbeatComm, 0, 0). One tag suffices:
+// sent to that peer, for debugging) with the tag makeTag(kHeartbeatIdentity, 0, 0). One tag suffices:
 // the transport matches a peer's messages with one tag in order, so each heartbeat lands in the
 // next receive we post. Heartbeats from a peer we never connected to (or stopped listening to)
 // would wait unmatched forever; every heartbeat interval they are discarded.
@@ -9,13 +9,16 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 
 #include "daemon/coll/net/net_executor_loop.h"
 
 namespace hc::coll::net::detail {
 namespace {
 
-constexpr uint64_t kBeatTag = transport::makeTag(kHeartbeatComm, 0, 0);
+constexpr transport::Tag kBeatTag = transport::makeTag(transport::kHeartbeatIdentity, 0, 0);
 
 int64_t millis(std::chrono::steady_clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -146,13 +149,13 @@ void ProgressLoop::housekeeping(Clock::time_point now) {
     for (auto& [id, peer] : peers_) {
       if (!peer->failed) sendBeat(*peer);
     }
-    (void)transport_->discardUnexpected(kBeatTag, transport::kTagCommMask);
+    (void)transport_->discardUnexpected(kBeatTag, transport::kMatchComm);
     nextBeat_ = now + options_.heartbeatInterval;
   }
   Clock::time_point next = nextBeat_;
+  if (sweepUnexpected(now)) next = std::min(next, now + kSweepInterval);
   for (auto it = draining_.begin(); it != draining_.end();) {
-    (void)transport_->discardUnexpected(it->first,
-                                        transport::kTagCommMask | transport::kTagSeqMask);
+    (void)transport_->discardUnexpected(it->first, transport::kMatchCommSeq);
     if (now >= it->second) {
       it = draining_.erase(it);
     } else {
@@ -176,6 +179,53 @@ void ProgressLoop::housekeeping(Clock::time_point now) {
     }
   }
   nextHousekeeping_ = next;
+}
+
+bool ProgressLoop::sweepUnexpected(Clock::time_point now) {
+  struct Held {
+    size_t messages = 0;
+    size_t bytes = 0;
+  };
+  std::unordered_map<transport::PeerId, Held> held;
+  size_t stale = 0, unknown = 0, overLimit = 0;
+  (void)transport_->dropUnexpected([&](const transport::UnexpectedMessage& m) {
+    switch (identities_->lookup(m.tag.comm)) {
+      case CommIdentities::Known::Reserved:
+      case CommIdentities::Known::Live:
+        return false;  // its receive comes (heartbeats have their own discard)
+      case CommIdentities::Known::Retired:
+        ++stale;
+        return true;
+      case CommIdentities::Known::Unknown:
+        break;
+    }
+    if (now - m.arrived >= options_.holdUnknownFor) {
+      ++unknown;
+      return true;
+    }
+    Held& h = held[m.peer];
+    if (h.messages + 1 > options_.heldMessagesPerPeer ||
+        h.bytes + m.bytes > options_.heldBytesPerPeer) {
+      ++overLimit;
+      return true;
+    }
+    ++h.messages;
+    h.bytes += m.bytes;
+    return false;
+  });
+  for (auto [reason, count] : {std::pair<const char*, size_t>{"stale", stale},
+                               {"unknown", unknown},
+                               {"over_limit", overLimit}}) {
+    if (count == 0) continue;
+    spdlog::warn("net executor: dropped {} message(s) unread: {}", count,
+                 std::string_view(reason) == "stale"
+                     ? "their communicator is gone here"
+                     : std::string_view(reason) == "unknown"
+                           ? "no communicator here took their identity in time"
+                           : "too many held for communicators not formed here yet");
+    if (options_.onDropped) options_.onDropped(reason, count);
+  }
+  return !held.empty();
 }
 
 void ProgressLoop::checkStall(Clock::time_point now) {

@@ -4,9 +4,9 @@
 // The model. Each participating daemon is a "node", numbered 0..N-1. Before the NetOp starts,
 // the node's local ranks were combined in one pass into ONE node buffer (the caller's); the NetOp
 // exchanges chunks of that buffer with the other nodes and leaves the result in it. The caller
-// names every other node by its PeerId on the Transport, and gives the communicator's 16-bit tag
-// id and the operation's sequence number; tags are built with transport::makeTag() (layout of the
-// chunk bits in net_tags.h).
+// names every other node by its PeerId on the Transport, and gives the communicator's identity
+// and the operation's sequence number; tags are built with transport::makeTag() (layout of the
+// chunk field in net_tags.h).
 //
 // Work goes start() -> progress() ... -> true or an error:
 //   start()     posts the first receives and sends (nothing blocks);
@@ -122,8 +122,8 @@ struct NetOpSpec {
   transport::Transport* transport = nullptr;  // borrowed: the owner drives it and outlives the op
   std::vector<transport::PeerId> peers;       // peers[i] reaches node i; peers[self] is unused
   uint32_t self = 0;                          // this node's number
-  uint16_t comm = 0;                          // communicator's tag id (transport.h tag layout)
-  uint32_t seq = 0;   // collectives: op sequence in the communicator; send/recv: in the pair
+  uint64_t comm = 0;  // the communicator's identity (transport.h, Tag)
+  uint64_t seq = 0;   // names the op within the communicator (the owner's layout)
   uint8_t dtype = 0;  // ncclDataType_t value
   uint8_t redop = 0;  // ipc::RedOp value; reductions only
   uint64_t finalDivisor = 0;  // Avg only: ranks in the communicator (>= 1)

@@ -9,8 +9,8 @@
 // node waiting on the failed one fails within a bounded number of progress rounds, instead of
 // waiting for data that will never come. When the op succeeds it cancels these receives, which
 // costs one more transport->progress() round. A notice sent to a node that already finished the
-// op stays in that node's unexpected queue until the communicator discards its traffic
-// (Transport::discardUnexpected with kTagCommMask).
+// op stays in that node's unexpected queue until the communicator's identity is retired there,
+// when the executor drops it as stale (comm_identities.h).
 #pragma once
 
 #include <cstddef>
@@ -103,8 +103,8 @@ class ScheduleRunner final : public NetOp {
   transport::Transport& transport_;  // borrowed
   const std::vector<transport::PeerId> peers_;
   const uint32_t self_;
-  const uint16_t comm_;
-  const uint32_t seq_;
+  const uint64_t comm_;
+  const uint64_t seq_;
   const transport::MemoryKind memory_;  // of the op's buffer (send/recv); slots are host memory
   // Send/recv: a last chunk shorter than this joins the one before it. Either end of a transfer
   // may lend device memory, where a short (inline) message cannot land; both ends cut alike.

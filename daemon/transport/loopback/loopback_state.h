@@ -2,6 +2,7 @@
 // receiver's queues directly. Private to loopback/; every field is guarded by the fabric mutex.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -14,16 +15,21 @@
 
 namespace hc::transport {
 
-// (peer, tag): what a message and a receive must agree on.
+// (peer, tag): what a message and a receive must agree on, every field of the tag.
 struct MatchKey {
   PeerId peer;
-  uint64_t tag;
+  Tag tag;
   bool operator==(const MatchKey&) const = default;
 };
 struct MatchKeyHash {
-  size_t operator()(const MatchKey& k) const {
-    return std::hash<uint64_t>()(k.tag * 0x9e3779b97f4a7c15ull ^ k.peer);
-  }
+  size_t operator()(const MatchKey& k) const { return hashTag(k.tag, k.peer); }
+};
+
+// A message that arrived before its receive was posted: a copy of the payload, and when it came
+// (for dropUnexpected()).
+struct UnexpectedCopy {
+  std::vector<uint8_t> data;
+  std::chrono::steady_clock::time_point arrived;
 };
 
 struct LoopbackFabric::Endpoint {
@@ -34,7 +40,7 @@ struct LoopbackFabric::Endpoint {
   };
   struct Request {
     PeerId peer;
-    uint64_t tag;
+    Tag tag;
     void* buf;        // receives only
     size_t capacity;  // receives only
     // Receives only: the shortest message it takes (minBytes of the endpoint's claim when `buf`
@@ -63,7 +69,8 @@ struct LoopbackFabric::Endpoint {
   std::unordered_set<PeerId> reportedFailed;  // peers whose failure was queued for the handler
   std::unordered_map<RequestId, Request> requests;
   std::unordered_map<MatchKey, std::deque<RequestId>, MatchKeyHash> posted;
-  std::unordered_map<MatchKey, std::deque<std::vector<uint8_t>>, MatchKeyHash> unexpected;
+  // Oldest first per key.
+  std::unordered_map<MatchKey, std::deque<UnexpectedCopy>, MatchKeyHash> unexpected;
   std::vector<RequestId> ready;                     // final, for the next progress()
   std::vector<std::pair<PeerId, Status>> failures;  // for the next progress()
   Transport::PeerFailureHandler handler;

@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <deque>
 #include <string>
+#include <utility>
 
 #include "daemon/transport/loopback/loopback_state.h"
 
@@ -14,12 +17,11 @@ namespace {
 // An address is the fabric's id followed by the endpoint's id, in host byte order (one process).
 constexpr size_t kAddressBytes = sizeof(uint64_t) + sizeof(PeerId);
 
-std::string describe(PeerId peer, uint64_t tag) {
-  return "peer " + std::to_string(peer) + " tag " + std::to_string(tagComm(tag)) + "/" +
-         std::to_string(tagSeq(tag)) + "/" + std::to_string(tagChunk(tag));
+std::string describe(PeerId peer, const Tag& tag) {
+  return "peer " + std::to_string(peer) + " tag " + tagString(tag);
 }
 
-Status truncated(size_t message, size_t buffer, PeerId peer, uint64_t tag) {
+Status truncated(size_t message, size_t buffer, PeerId peer, const Tag& tag) {
   return Status(Code::TransportError, "message of " + std::to_string(message) + " B from " +
                                           describe(peer, tag) + " is longer than the " +
                                           std::to_string(buffer) + " B receive buffer");
@@ -101,8 +103,8 @@ bool LoopbackTransport::movesMemory(MemoryKind kind) const {
          std::find(claimed_.begin(), claimed_.end(), kind) != claimed_.end();
 }
 
-Result<RequestId> LoopbackTransport::postSend(PeerId peer, uint64_t tag, const void* buf,
-                                              size_t bytes, MemoryKind kind) {
+Result<RequestId> LoopbackTransport::postSend(PeerId peer, Tag tag, const void* buf, size_t bytes,
+                                              MemoryKind kind) {
   if (buf == nullptr && bytes > 0) return invalidArgument("postSend: null buffer");
   if (!movesMemory(kind)) return unmoved(kind);
   std::lock_guard<std::mutex> lock(fabric_.mutex_);
@@ -124,7 +126,8 @@ Result<RequestId> LoopbackTransport::postSend(PeerId peer, uint64_t tag, const v
     }
   } else {
     auto* data = static_cast<const uint8_t*>(buf);
-    to.unexpected[key].emplace_back(data, data + bytes);
+    to.unexpected[key].push_back(
+        UnexpectedCopy{{data, data + bytes}, std::chrono::steady_clock::now()});
   }
   // The data has left the buffer either way, so the send is complete.
   Endpoint& me = self();
@@ -133,7 +136,7 @@ Result<RequestId> LoopbackTransport::postSend(PeerId peer, uint64_t tag, const v
   return id;
 }
 
-Result<RequestId> LoopbackTransport::postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes,
+Result<RequestId> LoopbackTransport::postRecv(PeerId peer, Tag tag, void* buf, size_t bytes,
                                               MemoryKind kind) {
   if (buf == nullptr && bytes > 0) return invalidArgument("postRecv: null buffer");
   if (!movesMemory(kind)) return unmoved(kind);
@@ -149,7 +152,7 @@ Result<RequestId> LoopbackTransport::postRecv(PeerId peer, uint64_t tag, void* b
     return id;
   }
   // The message came first: take the oldest one with this key.
-  std::vector<uint8_t> message = std::move(arrived->second.front());
+  std::vector<uint8_t> message = std::move(arrived->second.front().data);
   arrived->second.pop_front();
   if (arrived->second.empty()) me.unexpected.erase(arrived);
   if (message.size() > bytes) {
@@ -207,14 +210,29 @@ Status LoopbackTransport::cancel(RequestId request) {
   return okStatus();
 }
 
-size_t LoopbackTransport::discardUnexpected(uint64_t tag, uint64_t mask) {
+size_t LoopbackTransport::dropUnexpected(
+    const std::function<bool(const UnexpectedMessage&)>& drop) {
   std::lock_guard<std::mutex> lock(fabric_.mutex_);
   size_t dropped = 0;
-  std::erase_if(self().unexpected, [&](const auto& entry) {
-    if ((entry.first.tag & mask) != (tag & mask)) return false;
-    dropped += entry.second.size();
-    return true;
-  });
+  auto& unexpected = self().unexpected;
+  for (auto entry = unexpected.begin(); entry != unexpected.end();) {
+    const MatchKey& key = entry->first;
+    // Each queue is oldest first; what is kept keeps its order.
+    std::deque<UnexpectedCopy> kept;
+    for (UnexpectedCopy& copy : entry->second) {
+      if (drop(UnexpectedMessage{key.peer, key.tag, copy.data.size(), copy.arrived})) {
+        ++dropped;
+      } else {
+        kept.push_back(std::move(copy));
+      }
+    }
+    if (kept.empty()) {
+      entry = unexpected.erase(entry);
+    } else {
+      entry->second = std::move(kept);
+      ++entry;
+    }
+  }
   return dropped;
 }
 

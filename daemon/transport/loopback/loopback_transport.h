@@ -5,7 +5,9 @@
 //
 // Behaviour, as the Transport contract asks:
 // - a send copies its data at post (into a matching receive, or else into the receiver's
-//   unexpected queue), so the sender's buffer is free as soon as the send completes;
+//   unexpected queue), so the sender's buffer is free as soon as the send completes; a message
+//   in that queue arrived when it was copied there, and dropUnexpected() only frees the copy
+//   (its sender was released at post);
 // - every final state, success or failure, is reported by test() only after the owning
 //   endpoint's progress(), and the endpoint's eventfd is readable while such reports wait;
 // - PeerIds are fabric-wide: the id connect() returns for an endpoint is that endpoint's id(),
@@ -18,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -94,15 +97,15 @@ class LoopbackTransport final : public Transport {
   size_t directMinBytes() const override { return minBytes_; }
   using Transport::postRecv;
   using Transport::postSend;
-  Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf, size_t bytes,
+  Result<RequestId> postSend(PeerId peer, Tag tag, const void* buf, size_t bytes,
                              MemoryKind kind) override;
-  Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes,
+  Result<RequestId> postRecv(PeerId peer, Tag tag, void* buf, size_t bytes,
                              MemoryKind kind) override;
   using Transport::test;
   Result<bool> test(RequestId request, size_t* bytes) override;
   size_t progress() override;
   Status cancel(RequestId request) override;
-  size_t discardUnexpected(uint64_t tag, uint64_t mask) override;
+  size_t dropUnexpected(const std::function<bool(const UnexpectedMessage&)>& drop) override;
   int eventFd() const override { return eventFd_.get(); }
   void setPeerFailureHandler(PeerFailureHandler handler) override;
 

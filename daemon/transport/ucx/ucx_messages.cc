@@ -2,7 +2,10 @@
 #include <spdlog/spdlog.h>
 
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "daemon/transport/ucx/ucx_status.h"
 #include "daemon/transport/ucx/ucx_transport_impl.h"
@@ -13,12 +16,11 @@ namespace {
 // Zero-byte receives that drop a message still want a buffer address.
 uint8_t dropSink;
 
-std::string describe(PeerId peer, uint64_t tag) {
-  return "peer " + std::to_string(peer) + " tag " + std::to_string(tagComm(tag)) + "/" +
-         std::to_string(tagSeq(tag)) + "/" + std::to_string(tagChunk(tag));
+std::string describe(PeerId peer, const Tag& tag) {
+  return "peer " + std::to_string(peer) + " tag " + tagString(tag);
 }
 
-Status truncated(uint64_t message, size_t buffer, PeerId peer, uint64_t tag) {
+Status truncated(uint64_t message, size_t buffer, PeerId peer, const Tag& tag) {
   return Status(Code::TransportError, "message of " + std::to_string(message) + " B from " +
                                           describe(peer, tag) + " is longer than the " +
                                           std::to_string(buffer) + " B receive buffer");
@@ -64,8 +66,8 @@ Status UcxTransportImpl::checkMemory(MemoryKind kind) const {
                          memoryKindName(kind) + " memory: it was built without that memory type");
 }
 
-UcxTransportImpl::Request& UcxTransportImpl::addRequest(Request::Kind kind, PeerId peer,
-                                                        uint64_t tag, void* buf, size_t bytes) {
+UcxTransportImpl::Request& UcxTransportImpl::addRequest(Request::Kind kind, PeerId peer, Tag tag,
+                                                        void* buf, size_t bytes) {
   auto request = std::make_unique<Request>();
   request->owner = this;
   request->id = nextRequest_++;
@@ -79,8 +81,8 @@ UcxTransportImpl::Request& UcxTransportImpl::addRequest(Request::Kind kind, Peer
   return added;
 }
 
-Result<RequestId> UcxTransportImpl::postSend(PeerId peer, uint64_t tag, const void* buf,
-                                             size_t bytes, MemoryKind kind) {
+Result<RequestId> UcxTransportImpl::postSend(PeerId peer, Tag tag, const void* buf, size_t bytes,
+                                             MemoryKind kind) {
   if (buf == nullptr && bytes > 0) return invalidArgument("postSend: null buffer");
   HC_RETURN_IF_ERROR(checkMemory(kind));
   HC_RETURN_IF_ERROR(checkPostable(peer));
@@ -98,8 +100,6 @@ Result<RequestId> UcxTransportImpl::postSend(PeerId peer, uint64_t tag, const vo
 
 void UcxTransportImpl::issueSend(Peer& peer, Request& request) {
   const uint64_t sequence = peer.nextSequence++;
-  request.header.tag = request.tag;
-  request.header.bytes = request.capacity;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = &UcxTransportImpl::onSendDone;
@@ -107,7 +107,7 @@ void UcxTransportImpl::issueSend(Peer& peer, Request& request) {
   ucs_status_ptr_t result;
   if (request.capacity <= options_.inlineBytes && request.memory == MemoryKind::Host) {
     // One UCX message: the header, then the payload gathered from the caller's buffer.
-    request.header.kind = ControlKind::Inline;
+    request.header = makeHeader(ControlKind::Inline, request.tag, request.capacity);
     request.iov[0] = {&request.header, sizeof(MessageHeader)};
     request.iov[1] = {request.buf, request.capacity};
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
@@ -117,7 +117,7 @@ void UcxTransportImpl::issueSend(Peer& peer, Request& request) {
   } else {
     // The header, then the payload as its own message: the receiver takes it by UCX's
     // rendezvous straight into the posted buffer once the header has matched.
-    request.header.kind = ControlKind::Header;
+    request.header = makeHeader(ControlKind::Header, request.tag, request.capacity);
     std::vector<uint8_t> header(sizeof(MessageHeader));
     std::memcpy(header.data(), &request.header, sizeof(MessageHeader));
     sendInternal(peer.ep, controlTag(*peer.stamp, sequence), std::move(header));
@@ -132,7 +132,7 @@ void UcxTransportImpl::issueSend(Peer& peer, Request& request) {
   }
 }
 
-Result<RequestId> UcxTransportImpl::postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes,
+Result<RequestId> UcxTransportImpl::postRecv(PeerId peer, Tag tag, void* buf, size_t bytes,
                                              MemoryKind kind) {
   if (buf == nullptr && bytes > 0) return invalidArgument("postRecv: null buffer");
   HC_RETURN_IF_ERROR(checkMemory(kind));
@@ -172,7 +172,7 @@ void UcxTransportImpl::deliver(Request& request, Arrival& arrival) {
   }
   if (arrival.isInline) {
     if (arrival.bytes > 0) {
-      std::memcpy(request.buf, arrival.control.data() + sizeof(MessageHeader), arrival.bytes);
+      std::memcpy(request.buf, arrival.control.data() + arrival.payloadAt, arrival.bytes);
     }
     finish(request, okStatus(), arrival.bytes);
     return;
@@ -278,17 +278,29 @@ Status UcxTransportImpl::cancel(RequestId id) {
 
 // ---- dropping ---------------------------------------------------------------------------------
 
-size_t UcxTransportImpl::discardUnexpected(uint64_t tag, uint64_t mask) {
+size_t UcxTransportImpl::dropUnexpected(const std::function<bool(const UnexpectedMessage&)>& drop) {
   pumpControl();  // what UCX has received counts as arrived
   size_t dropped = 0;
-  std::erase_if(unexpected_, [&](auto& entry) {
-    if ((entry.first.tag & mask) != (tag & mask)) return false;
-    for (const Arrival& arrival : entry.second) {
-      if (!arrival.isInline) drainData(entry.first.peer, arrival.sequence);
+  for (auto entry = unexpected_.begin(); entry != unexpected_.end();) {
+    const MatchKey& key = entry->first;
+    // Each queue is oldest first; what is kept keeps its order.
+    std::deque<Arrival> kept;
+    for (Arrival& arrival : entry->second) {
+      if (!drop(UnexpectedMessage{key.peer, key.tag, arrival.bytes, arrival.arrived})) {
+        kept.push_back(std::move(arrival));
+        continue;
+      }
+      // A payload still in UCX is received into nothing, which releases its sender.
+      if (!arrival.isInline) drainData(key.peer, arrival.sequence);
+      ++dropped;
     }
-    dropped += entry.second.size();
-    return true;
-  });
+    if (kept.empty()) {
+      entry = unexpected_.erase(entry);
+    } else {
+      entry->second = std::move(kept);
+      ++entry;
+    }
+  }
   return dropped;
 }
 

@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 
 #include "daemon/transport/ucx/ucx_status.h"
@@ -83,6 +84,7 @@ void UcxTransportImpl::pumpControl() {
   while (ucp_tag_message_h message = ucp_tag_probe_nb(worker, kControlBit, kControlBit, 1, &info)) {
     InboxEntry& entry = inbox_.emplace_back();
     entry.ucxTag = info.sender_tag;
+    entry.arrived = std::chrono::steady_clock::now();
     entry.bytes.resize(info.length);
     ucs_status_ptr_t result =
         ucp_tag_msg_recv_nbx(worker, entry.bytes.data(), info.length, message, &param);
@@ -105,14 +107,15 @@ void UcxTransportImpl::pumpControl() {
     InboxEntry entry = std::move(front);
     inbox_.pop_front();
     if (entry.status == UCS_OK) {
-      handleControl(entry.ucxTag, std::move(entry.bytes));
+      handleControl(entry.ucxTag, std::move(entry.bytes), entry.arrived);
     } else {
       spdlog::debug("ucx: lost a control message: {}", ucs_status_string(entry.status));
     }
   }
 }
 
-void UcxTransportImpl::handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes) {
+void UcxTransportImpl::handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes,
+                                     std::chrono::steady_clock::time_point arrived) {
   std::optional<ControlMessage> message = parseControl(bytes);
   if (!message) {
     spdlog::warn("ucx: dropped a malformed control message ({} B, tag {:#x})", bytes.size(),
@@ -131,9 +134,13 @@ void UcxTransportImpl::handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes
     if (message->kind == ControlKind::Header) dropArrivedData(from);
     return;
   }
-  Arrival arrival{sequence, message->header.bytes, message->kind == ControlKind::Inline,
-                  std::move(bytes)};
-  const MatchKey key{from, message->header.tag};
+  const MatchKey key{from, tagOf(message->header)};
+  Arrival arrival{.sequence = sequence,
+                  .bytes = message->header.bytes,
+                  .isInline = message->kind == ControlKind::Inline,
+                  .control = std::move(bytes),
+                  .payloadAt = message->header.headerBytes,
+                  .arrived = arrived};
   auto waiting = posted_.find(key);
   if (waiting == posted_.end()) {
     unexpected_[key].push_back(std::move(arrival));

@@ -7,10 +7,10 @@
 //   sent to that peer, and sends it a hello carrying the stamp it must put on its messages to us.
 //   PeerIds are never reused: a peer keeps its id, and its endpoint, across disconnect() and
 //   connect(); disconnect() only detaches the caller's requests (see disconnect() in the .cc).
-// - Matching is ours, exact on (peer, all 64 tag bits), in post order on both sides: progress()
-//   moves every arrived control message out of UCX into `unexpected_` or onto the oldest posted
-//   receive of `posted_`. Payloads longer than UcxOptions::inlineBytes stay in UCX until their
-//   receive is matched, then go straight into the caller's buffer.
+// - Matching is ours, exact on (peer, every field of the tag), in post order on both sides:
+//   progress() moves every arrived control message out of UCX into `unexpected_` or onto the
+//   oldest posted receive of `posted_`. Payloads longer than UcxOptions::inlineBytes stay in UCX
+//   until their receive is matched, then go straight into the caller's buffer.
 // - Every final state is reported by test() only after a progress(); eventFd() is an epoll set
 //   over the UCX worker's event fd and an eventfd of ours that signals states made final outside
 //   progress() (matches in postRecv(), cancel(), disconnect()).
@@ -21,8 +21,10 @@
 
 #include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -55,15 +57,15 @@ class UcxTransportImpl final : public Transport {
   size_t directMinBytes() const override { return options_.inlineBytes + 1; }
   using Transport::postRecv;
   using Transport::postSend;
-  Result<RequestId> postSend(PeerId peer, uint64_t tag, const void* buf, size_t bytes,
+  Result<RequestId> postSend(PeerId peer, Tag tag, const void* buf, size_t bytes,
                              MemoryKind kind) override;
-  Result<RequestId> postRecv(PeerId peer, uint64_t tag, void* buf, size_t bytes,
+  Result<RequestId> postRecv(PeerId peer, Tag tag, void* buf, size_t bytes,
                              MemoryKind kind) override;
   using Transport::test;
   Result<bool> test(RequestId request, size_t* bytes) override;
   size_t progress() override;
   Status cancel(RequestId request) override;
-  size_t discardUnexpected(uint64_t tag, uint64_t mask) override;
+  size_t dropUnexpected(const std::function<bool(const UnexpectedMessage&)>& drop) override;
   int eventFd() const override { return epollFd_.get(); }
   void setPeerFailureHandler(PeerFailureHandler handler) override;
 
@@ -95,7 +97,7 @@ class UcxTransportImpl final : public Transport {
     RequestId id;
     Kind kind;
     PeerId peer;
-    uint64_t tag;
+    Tag tag;
     void* buf;        // a send's payload is only read
     size_t capacity;  // a send's length
     MemoryKind memory = MemoryKind::Host;
@@ -115,13 +117,17 @@ class UcxTransportImpl final : public Transport {
     uint64_t sequence;  // names the data message when the payload did not come inline
     uint64_t bytes;
     bool isInline;
-    // The whole control message: an inline payload follows the header.
+    // The whole control message: an inline payload starts at `payloadAt` (the header's
+    // headerBytes).
     std::vector<uint8_t> control;
+    size_t payloadAt = 0;
+    std::chrono::steady_clock::time_point arrived;  // when pumpControl() found it in UCX
   };
 
   // A control message being received out of UCX, in arrival order.
   struct InboxEntry {
     uint64_t ucxTag;
+    std::chrono::steady_clock::time_point arrived;  // when the probe found it
     std::vector<uint8_t> bytes;
     void* ucx = nullptr;  // while the receive is in flight
     ucs_status_t status = UCS_OK;
@@ -136,13 +142,11 @@ class UcxTransportImpl final : public Transport {
 
   struct MatchKey {
     PeerId peer;
-    uint64_t tag;
+    Tag tag;
     bool operator==(const MatchKey&) const = default;
   };
   struct MatchKeyHash {
-    size_t operator()(const MatchKey& k) const {
-      return std::hash<uint64_t>()(k.tag * 0x9e3779b97f4a7c15ull ^ k.peer);
-    }
+    size_t operator()(const MatchKey& k) const { return hashTag(k.tag, k.peer); }
   };
 
   UcxTransportImpl(const UcxOptions& options, std::unique_ptr<UcxWorker> worker, uint64_t uuid,
@@ -167,7 +171,7 @@ class UcxTransportImpl final : public Transport {
   void handleEndpointFailures();
 
   // ---- messages (ucx_messages.cc) ----
-  Request& addRequest(Request::Kind kind, PeerId peer, uint64_t tag, void* buf, size_t bytes);
+  Request& addRequest(Request::Kind kind, PeerId peer, Tag tag, void* buf, size_t bytes);
   void issueSend(Peer& peer, Request& request);
   // Hands a receive its message: copies an inline payload, or posts the UCX receive of the data.
   void deliver(Request& request, Arrival& arrival);
@@ -192,7 +196,8 @@ class UcxTransportImpl final : public Transport {
   // Takes every arrived control message out of UCX and handles those whose receive finished,
   // in arrival order.
   void pumpControl();
-  void handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes);
+  void handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes,
+                     std::chrono::steady_clock::time_point arrived);
   void handleHello(const HelloMessage& hello);
   void pollInternalOps();
   void signalWake();

@@ -31,12 +31,18 @@ std::optional<ControlMessage> parseControl(std::span<const uint8_t> bytes) {
       return message;
     case ControlKind::Inline:
     case ControlKind::Header: {
+      // The fields this version knows; a longer header's further fields are skipped.
       if (bytes.size() < sizeof(MessageHeader)) return std::nullopt;
       std::memcpy(&message.header, bytes.data(), sizeof(MessageHeader));
-      const size_t rest = bytes.size() - sizeof(MessageHeader);
+      const uint32_t headerBytes = message.header.headerBytes;
+      if (headerBytes < sizeof(MessageHeader) || headerBytes > kMaxHeaderBytes ||
+          headerBytes > bytes.size()) {
+        return std::nullopt;
+      }
+      const size_t rest = bytes.size() - headerBytes;
       if (kind == ControlKind::Header && rest != 0) return std::nullopt;
       if (kind == ControlKind::Inline && rest != message.header.bytes) return std::nullopt;
-      message.payload = bytes.subspan(sizeof(MessageHeader));
+      message.payload = bytes.subspan(headerBytes);
       return message;
     }
   }

@@ -2,12 +2,14 @@
 // control messages. No UCX types here (pure layout, unit tested without UCX).
 //
 // Why a layout of our own: UCX matches a receive on the 64-bit tag alone and ignores the
-// endpoint, while the Transport contract matches on (peer, tag) with all 64 tag bits in use. So
-// the contract's tag never goes into the UCX tag. Each message becomes:
-//   - a control message, UCX tag = [1 | stamp | sequence], carrying {contract tag, length} and,
-//     for messages up to UcxOptions::inlineBytes, the payload itself. progress() takes every
-//     control message out of UCX as it arrives (ucp_tag_probe_nb on the control bit) and matches
-//     it in software on (peer, contract tag): exact, all 64 bits, in arrival order;
+// endpoint, while the Transport contract matches on (peer, tag), and the contract's tag (comm 64,
+// seq 64, chunk 32 bits) does not fit in 64 bits anyway. So the contract's tag never goes into
+// the UCX tag. Each message becomes:
+//   - a control message, UCX tag = [1 | stamp | sequence], carrying a MessageHeader (the
+//     contract's tag, whole, and the length) and, for messages up to UcxOptions::inlineBytes, the
+//     payload itself. progress() takes every control message out of UCX as it arrives
+//     (ucp_tag_probe_nb on the control bit) and matches it in software on (peer, contract tag):
+//     exact, every field, in arrival order;
 //   - for a longer message, a data message, UCX tag = [0 | stamp | sequence], that the sender
 //     posts right behind its header. When the header matches a posted receive, the receiver posts
 //     ucp_tag_recv_nbx for exactly that UCX tag into the caller's buffer, so large payloads still
@@ -17,12 +19,16 @@
 // messages to a peer until that peer's hello arrives, which it does once the peer connects back
 // (a receiver always connects to its senders: postRecv() needs their PeerId). The sequence
 // counts the sender's messages on that connection and makes each data tag unique.
-// The cost, against reserving UCX tag bits for the sender: one small extra message per large
-// send, and one copy on each side of a small one. Reserving bits would have cost contract bits
-// instead, and two tags differing only there would silently take each other's messages.
-// Stale traffic: discardUnexpected() drops control messages waiting in software and receives
-// their data messages into zero bytes (UCX then releases the sender); what a failed peer left in
-// UCX is found with ucp_tag_probe_nb on its stamp and dropped the same way.
+// The cost, against putting the contract's tag in the UCX tag: one small extra message per large
+// send, and one copy on each side of a small one. The UCX tag would have held a fraction of the
+// contract's bits, and two tags differing only in the rest would silently take each other's
+// messages.
+// Stale traffic: dropUnexpected() drops control messages waiting in software and receives their
+// data messages into zero bytes (UCX then releases the sender); what a failed peer left in UCX is
+// found with ucp_tag_probe_nb on its stamp and dropped the same way.
+// Versions: every control message and address states transport::kWireVersion, the one version of
+// what daemons say to each other; a daemon of another version is refused at Peer.Join already,
+// so refusing its bytes here is defence only.
 #pragma once
 
 #include <bit>
@@ -62,7 +68,8 @@ constexpr PeerId stampOf(uint64_t ucxTag) {
 constexpr uint64_t sequenceOf(uint64_t ucxTag) { return ucxTag & kSequenceMask; }
 
 // ---- control messages --------------------------------------------------------------------------
-constexpr uint16_t kWireVersion = 1;
+// transport::kWireVersion opens every control message and address, in 16 bits.
+static_assert(kWireVersion <= 0xffff, "the wire version must fit its 16-bit field");
 
 enum class ControlKind : uint8_t {
   Hello = 1,   // HelloMessage
@@ -80,22 +87,61 @@ struct HelloMessage {
 };
 static_assert(sizeof(HelloMessage) == 16);
 
+// The most a header may claim to be: room for fields of later versions, and no more, so that a
+// corrupt length cannot make a receiver skip into (or past) a payload.
+constexpr uint32_t kMaxHeaderBytes = 256;
+
+// Opens every message of a Transport send: the wire format says what each field is, in one
+// versioned header with room for later fields. Little-endian, no padding:
+//   version      kWireVersion; a receiver refuses any other.
+//   kind         Inline (the payload follows in the same UCX message) or Header (it follows as
+//                the data message with the same sequence).
+//   reserved     0; receivers ignore it.
+//   headerBytes  this header's own length: sizeof(MessageHeader) from this version's sender. A
+//                later version may append fields (e.g. a per-connection proof); a receiver reads
+//                the fields it knows and finds an inline payload at headerBytes. This version
+//                takes sizeof(MessageHeader) <= headerBytes <= kMaxHeaderBytes.
+//   comm, seq, chunk  the contract's tag, every field whole (transport.h).
+//   reserved2    0; receivers ignore it.
+//   bytes        the payload's length: what follows the header (Inline) or the data message's
+//                length (Header).
 struct MessageHeader {
   uint16_t version = kWireVersion;
   ControlKind kind = ControlKind::Inline;
-  uint8_t reserved[5] = {};
-  uint64_t tag = 0;    // the contract's tag
-  uint64_t bytes = 0;  // the payload's length
+  uint8_t reserved = 0;
+  uint32_t headerBytes = sizeof(MessageHeader);
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  uint32_t chunk = 0;
+  uint32_t reserved2 = 0;
+  uint64_t bytes = 0;
 };
-static_assert(sizeof(MessageHeader) == 24);
+static_assert(sizeof(MessageHeader) == 40);
+static_assert(offsetof(MessageHeader, headerBytes) == 4 && offsetof(MessageHeader, comm) == 8 &&
+              offsetof(MessageHeader, chunk) == 24 && offsetof(MessageHeader, bytes) == 32);
+
+// The header this version sends for a message of `bytes` with `tag`.
+constexpr MessageHeader makeHeader(ControlKind kind, const Tag& tag, uint64_t bytes) {
+  MessageHeader header;
+  header.kind = kind;
+  header.comm = tag.comm;
+  header.seq = tag.seq;
+  header.chunk = tag.chunk;
+  header.bytes = bytes;
+  return header;
+}
+constexpr Tag tagOf(const MessageHeader& header) {
+  return makeTag(header.comm, header.seq, header.chunk);
+}
 
 // A control message as received; nullopt for bytes that are not one (wrong size or version,
-// unknown kind, an inline payload whose length disagrees with its header).
+// unknown kind, a headerBytes out of bounds, an inline payload whose length disagrees with its
+// header, bytes after a Header).
 struct ControlMessage {
   ControlKind kind;
   HelloMessage hello;                // kind Hello
-  MessageHeader header;              // kind Inline or Header
-  std::span<const uint8_t> payload;  // kind Inline: points into the parsed bytes
+  MessageHeader header;              // kind Inline or Header: the fields this version knows
+  std::span<const uint8_t> payload;  // kind Inline: points into the parsed bytes, at headerBytes
 };
 std::optional<ControlMessage> parseControl(std::span<const uint8_t> bytes);
 

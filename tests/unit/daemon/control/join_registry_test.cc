@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "tests/unit/daemon/control/peer_test_support.h"
 
@@ -66,15 +69,38 @@ class JoinRegistryTest : public ::testing::Test {
     return index;
   }
 
+  // `want` with any identity; every joiner of a communicator gets the same one, and no two
+  // communicators of this registry share one.
   void expectTable(size_t index, const RankTable& want) {
     ASSERT_TRUE(outcomes_.settled(index)) << "join " << index << " is still pending";
     Result<RankTable> r = outcomes_.result(index);
     ASSERT_TRUE(r.isOk()) << "join " << index << ": " << r.status().toString();
-    EXPECT_EQ(r.value(), want) << "join " << index;
+    const uint64_t identity = r.value().identity;
+    EXPECT_GE(identity, transport::kFirstCommIdentity) << "join " << index;
+    const std::string name = describeTable(want);
+    auto [known, fresh] = identityOf_.try_emplace(name, identity);
+    if (fresh) {
+      EXPECT_TRUE(identities_.insert(identity).second) << "two communicators share an identity";
+    } else {
+      EXPECT_EQ(identity, known->second) << "join " << index << " got another identity";
+    }
+    RankTable expected = want;
+    expected.identity = identity;
+    EXPECT_EQ(r.value(), expected) << "join " << index;
   }
 
   Outcomes outcomes_;  // before registry_: the registry's destructor settles pending joins
   JoinRegistry registry_;
+
+ private:
+  // A table's nodes and their transport addresses (which name the key in makeJoin's joins).
+  static std::string describeTable(const RankTable& table) {
+    std::string text = std::to_string(table.nranks);
+    for (const NodeEntry& node : table.nodes) text += "|" + node.transportAddress;
+    return text;
+  }
+  std::map<std::string, uint64_t> identityOf_;
+  std::set<uint64_t> identities_;
 };
 
 // Two nodes, two ranks each: a holds 0 and 2, b holds 1 and 3. makeJoin gives every join of one

@@ -11,6 +11,9 @@
 namespace hc::control::testing {
 namespace {
 
+// Any identity outside the reserved ones (transport.h).
+constexpr uint64_t kTestIdentity = 0x5eed0000c0de0001ull;
+
 std::string hex(std::span<const uint8_t> bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string s;
@@ -67,6 +70,9 @@ TEST(MembershipProofTest, JoinProofVerifiesOnlyForTheSameTokenNoncesAndJoin) {
   shifted.node.hostname += shifted.node.bootId.substr(0, 1);
   shifted.node.bootId.erase(0, 1);
   EXPECT_NE(joinProofMessage(root, joiner, join), joinProofMessage(root, joiner, shifted));
+  JoinRequest otherVersion = join;
+  otherVersion.wireVersion = join.wireVersion + 1;
+  EXPECT_FALSE(verifyJoinProof(token, root, joiner, otherVersion, proof));
   EXPECT_FALSE(verifyJoinProof(token, root, joiner, join, std::span(proof).first(31)));
 }
 
@@ -76,7 +82,7 @@ TEST(MembershipProofTest, TableProofVerifiesOnlyForTheSameTokenNonceKeyAndTable)
   const Nonce joiner = nonceOf(7);
   JoinRequest a = makeJoin(keyOf(1), 3, {0, 2}, "a");
   JoinRequest b = makeJoin(keyOf(1), 3, {1}, "b");
-  RankTable table = buildRankTable(3, {&a, &b});
+  RankTable table = buildRankTable(3, {&a, &b}, kTestIdentity);
   Proof proof = computeTableProof(token, joiner, keyOf(1), table);
   EXPECT_TRUE(verifyTableProof(token, joiner, keyOf(1), table, proof));
   EXPECT_FALSE(verifyTableProof(other, joiner, keyOf(1), table, proof));
@@ -88,6 +94,9 @@ TEST(MembershipProofTest, TableProofVerifiesOnlyForTheSameTokenNonceKeyAndTable)
   RankTable moved = table;
   moved.ranks[2].localRank = 0;
   EXPECT_FALSE(verifyTableProof(token, joiner, keyOf(1), moved, proof));
+  RankTable renamed = table;  // another communicator's identity: its messages would be ours
+  renamed.identity ^= 1ull << 40;
+  EXPECT_FALSE(verifyTableProof(token, joiner, keyOf(1), renamed, proof));
 }
 
 TEST(NonceBookTest, EachNonceIsAcceptedOnce) {

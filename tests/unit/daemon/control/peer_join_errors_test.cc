@@ -121,6 +121,19 @@ TEST_F(PeerJoinErrorTest, WrongTokenIsRefusedAndLeavesNoTrace) {
   EXPECT_TRUE(joiners.result(1).isOk()) << joiners.result(1).status().toString();
 }
 
+TEST_F(PeerJoinErrorTest, JoinerOfAnotherWireVersionIsRefusedNamingBoth) {
+  CommKey key = keyOf(16);
+  JoinRequest old = makeJoin(key, 2, {0}, "old");
+  old.wireVersion = 1;
+  Result<RankTable> r = newClient()->join(root_, old, Clock::now() + 20s);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), Code::InvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("speaks wire version 1"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("this daemon wire version " + std::to_string(transport::kWireVersion)));
+  EXPECT_TRUE(server_->registry().joinedRanks(key).empty());
+}
+
 TEST_F(PeerJoinErrorTest, UnsafeTokenFileIsRefusedByServerAndClient) {
   const std::string readable = dir_.file("readable-token");
   writeFile(readable, kToken, 0644);

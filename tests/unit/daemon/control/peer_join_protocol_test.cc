@@ -12,6 +12,9 @@
 namespace hc::control::testing {
 namespace {
 
+// Any identity outside the reserved ones (transport.h).
+constexpr uint64_t kTestIdentity = 0x5eed0000c0de0001ull;
+
 using ::testing::HasSubstr;
 namespace v1 = hetero_comm::v1;
 
@@ -212,8 +215,9 @@ TEST_F(PeerProtocolTest, SecondJoinFromTheSameNodeWithOtherRanksIsMerged) {
 }
 
 // A root that is not what it claims: it answers with a well-formed table, signed in one of
-// the ways below. Only the honest way may be accepted.
-enum class RootSigning { Honest, OtherToken, OtherJoinerNonce };
+// the ways below. Only the honest way may be accepted; an honest root of another wire version is
+// refused too, naming both versions.
+enum class RootSigning { Honest, OtherToken, OtherJoinerNonce, HonestOtherWireVersion };
 
 class FakeRoot final : public v1::Peer::Service {
  public:
@@ -229,7 +233,7 @@ class FakeRoot final : public v1::Peer::Service {
   grpc::Status Join(grpc::ServerContext*, const v1::JoinRequest* request,
                     v1::JoinResponse* response) override {
     JoinRequest join = fromProto(*request).value();
-    RankTable table = buildRankTable(join.nranks, {&join});
+    RankTable table = buildRankTable(join.nranks, {&join}, kTestIdentity);
     table.nodes[0].transportAddress = "attacker-controlled-address";
     toProto(table, response->mutable_table());
     Nonce joinerNonce = nonceOf(request->joiner_nonce(), "").value();
@@ -239,6 +243,9 @@ class FakeRoot final : public v1::Peer::Service {
     ClusterToken token = ClusterToken::fromBytes(bytesOf(secret)).value();
     Proof proof = computeTableProof(token, joinerNonce, join.key, table);
     response->set_table_proof(proof.data(), proof.size());
+    response->set_wire_version(signing_ == RootSigning::HonestOtherWireVersion
+                                   ? transport::kWireVersion + 1
+                                   : transport::kWireVersion);
     return grpc::Status::OK;
   }
 
@@ -263,6 +270,14 @@ TEST_P(PeerClientRootCheckTest, OnlyATableSignedWithTheClusterTokenIsAccepted) {
   if (GetParam() == RootSigning::Honest) {
     ASSERT_TRUE(table.isOk()) << table.status().toString();
     EXPECT_EQ(table->nodes[0].transportAddress, "attacker-controlled-address");
+    EXPECT_EQ(table->identity, kTestIdentity);
+  } else if (GetParam() == RootSigning::HonestOtherWireVersion) {
+    ASSERT_FALSE(table.isOk());
+    EXPECT_EQ(table.status().code(), Code::InvalidArgument);
+    EXPECT_THAT(table.status().message(),
+                HasSubstr("speaks wire version " + std::to_string(transport::kWireVersion + 1)));
+    EXPECT_THAT(table.status().message(),
+                HasSubstr("this daemon wire version " + std::to_string(transport::kWireVersion)));
   } else {
     ASSERT_FALSE(table.isOk());
     EXPECT_EQ(table.status().code(), Code::PermissionDenied);
@@ -273,7 +288,8 @@ TEST_P(PeerClientRootCheckTest, OnlyATableSignedWithTheClusterTokenIsAccepted) {
 
 INSTANTIATE_TEST_SUITE_P(Signings, PeerClientRootCheckTest,
                          ::testing::Values(RootSigning::Honest, RootSigning::OtherToken,
-                                           RootSigning::OtherJoinerNonce));
+                                           RootSigning::OtherJoinerNonce,
+                                           RootSigning::HonestOtherWireVersion));
 
 }  // namespace
 }  // namespace hc::control::testing

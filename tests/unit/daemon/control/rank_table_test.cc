@@ -12,6 +12,9 @@
 namespace hc::control {
 namespace {
 
+// Any identity outside the reserved ones (transport.h).
+constexpr uint64_t kTestIdentity = 0x5eed0000c0de0001ull;
+
 JoinRequest joinOf(std::vector<uint32_t> ranks, const std::string& node, uint32_t nranks = 4) {
   JoinRequest join;
   join.nranks = nranks;
@@ -31,6 +34,7 @@ std::vector<const JoinRequest*> pointersTo(const std::vector<JoinRequest>& joins
 RankTable twoByTwoTable() {
   RankTable table;
   table.nranks = 4;
+  table.identity = kTestIdentity;
   table.nodes = {{joinOf({}, "a").node, "ucx-worker-of-a", {0, 2}},
                  {joinOf({}, "b").node, "ucx-worker-of-b", {1, 3}}};
   table.ranks = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
@@ -44,7 +48,7 @@ TEST(RankTableTest, OneJoinPerRankMergesPerNodeInAnyOrder) {
   do {
     std::vector<const JoinRequest*> arrived;
     for (size_t i : order) arrived.push_back(&joins[i]);
-    RankTable table = buildRankTable(4, arrived);
+    RankTable table = buildRankTable(4, arrived, kTestIdentity);
     EXPECT_EQ(table, twoByTwoTable());
     EXPECT_TRUE(validateRankTable(table).isOk()) << validateRankTable(table).toString();
   } while (std::next_permutation(order.begin(), order.end()));
@@ -57,7 +61,7 @@ TEST(RankTableTest, HowANodeSplitsItsRanksDoesNotMatter) {
       {joinOf({3}, "b"), joinOf({2}, "a"), joinOf({1}, "b"), joinOf({0}, "a")},
   };
   for (const std::vector<JoinRequest>& joins : splits) {
-    EXPECT_EQ(buildRankTable(4, pointersTo(joins)), twoByTwoTable());
+    EXPECT_EQ(buildRankTable(4, pointersTo(joins), kTestIdentity), twoByTwoTable());
   }
 }
 
@@ -65,7 +69,7 @@ TEST(RankTableTest, NodesAreOrderedByTheirLowestRank) {
   // c brings the lowest rank in its second join; a's lowest is 1, b's 2.
   std::vector<JoinRequest> joins = {joinOf({4}, "c", 6), joinOf({1, 5}, "a", 6),
                                     joinOf({2, 3}, "b", 6), joinOf({0}, "c", 6)};
-  RankTable table = buildRankTable(6, pointersTo(joins));
+  RankTable table = buildRankTable(6, pointersTo(joins), kTestIdentity);
   ASSERT_EQ(table.nodes.size(), 3u);
   EXPECT_EQ(table.nodes[0].identity.hostname, "host-c");
   EXPECT_EQ(table.nodes[0].ranks, (std::vector<uint32_t>{0, 4}));
@@ -84,7 +88,7 @@ TEST(RankTableTest, IdentitiesDifferingInAnyFieldAreDifferentNodes) {
   JoinRequest otherInstance = joinOf({2}, "a", 3);
   otherInstance.node.instance = "second-daemon";
   otherInstance.transportAddress = "second-daemon's";
-  RankTable table = buildRankTable(3, {&a, &otherBoot, &otherInstance});
+  RankTable table = buildRankTable(3, {&a, &otherBoot, &otherInstance}, kTestIdentity);
   EXPECT_EQ(table.nodes.size(), 3u);
 }
 

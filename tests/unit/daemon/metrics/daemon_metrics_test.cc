@@ -52,7 +52,8 @@ TEST(DaemonMetricsTest, EveryFamilyIsAnnouncedBeforeAnyEvent) {
       {"hetero_comm_staging_fallback_total", "counter"},
       {"hetero_comm_device_reductions_total", "counter"},
       {"hetero_comm_device_direct_transfers_total", "counter"},
-      {"hetero_comm_device_direct", "gauge"}};
+      {"hetero_comm_device_direct", "gauge"},
+      {"hetero_comm_unexpected_messages_total", "counter"}};
   ASSERT_EQ(parsed.families.size(), expected.size());
   for (const auto& [name, type] : expected) {
     const testing::ParsedFamily* family = parsed.family(name);
@@ -66,6 +67,21 @@ TEST(DaemonMetricsTest, EveryFamilyIsAnnouncedBeforeAnyEvent) {
       1);
   EXPECT_EQ(parsed.value("hetero_comm_clients"), 0);
   EXPECT_TRUE(parsed.family("hetero_comm_collectives_total")->samples.empty());
+  for (const char* reason : {"stale", "unknown", "over_limit"}) {  // a reading of 0 from the start
+    EXPECT_EQ(parsed.value("hetero_comm_unexpected_messages_total", {{"reason", reason}}), 0)
+        << reason;
+  }
+}
+
+TEST(DaemonMetricsTest, DroppedMessagesAreCountedByReason) {
+  DaemonMetrics metrics = makeMetrics();
+  metrics.unexpectedMessagesDropped("stale", 2);
+  metrics.unexpectedMessagesDropped("over_limit", 3);
+  metrics.unexpectedMessagesDropped("stale", 1);
+  const Exposition parsed = parse(metrics);
+  EXPECT_EQ(parsed.value("hetero_comm_unexpected_messages_total", {{"reason", "stale"}}), 3);
+  EXPECT_EQ(parsed.value("hetero_comm_unexpected_messages_total", {{"reason", "over_limit"}}), 3);
+  EXPECT_EQ(parsed.value("hetero_comm_unexpected_messages_total", {{"reason", "unknown"}}), 0);
 }
 
 TEST(DaemonMetricsTest, CollectivesAreCountedByOpDtypeAndStatus) {

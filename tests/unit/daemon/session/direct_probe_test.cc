@@ -105,12 +105,12 @@ class SlowOnDeviceMemory final : public transport::Transport {
   size_t directMinBytes() const override { return inner_.directMinBytes(); }
   using Transport::postRecv;
   using Transport::postSend;
-  Result<transport::RequestId> postSend(transport::PeerId p, uint64_t tag, const void* buf,
+  Result<transport::RequestId> postSend(transport::PeerId p, transport::Tag tag, const void* buf,
                                         size_t bytes, MemoryKind kind) override {
     if (kind != MemoryKind::Host) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return inner_.postSend(p, tag, buf, bytes, kind);
   }
-  Result<transport::RequestId> postRecv(transport::PeerId p, uint64_t tag, void* buf, size_t bytes,
+  Result<transport::RequestId> postRecv(transport::PeerId p, transport::Tag tag, void* buf, size_t bytes,
                                         MemoryKind kind) override {
     if (kind != MemoryKind::Host) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return inner_.postRecv(p, tag, buf, bytes, kind);
@@ -121,8 +121,9 @@ class SlowOnDeviceMemory final : public transport::Transport {
   }
   size_t progress() override { return inner_.progress(); }
   Status cancel(transport::RequestId r) override { return inner_.cancel(r); }
-  size_t discardUnexpected(uint64_t tag, uint64_t mask) override {
-    return inner_.discardUnexpected(tag, mask);
+  size_t dropUnexpected(
+      const std::function<bool(const transport::UnexpectedMessage&)>& drop) override {
+    return inner_.dropUnexpected(drop);
   }
   int eventFd() const override { return inner_.eventFd(); }
   void setPeerFailureHandler(PeerFailureHandler h) override {

@@ -9,7 +9,7 @@
 namespace hc::transport::testing {
 namespace {
 
-constexpr uint64_t kTag = makeTag(9, 1, 0);
+constexpr Tag kTag = makeTag(9, 1, 0);
 constexpr size_t kLarge = 1 << 20;
 
 struct Failure {
@@ -30,7 +30,7 @@ TEST_P(FailureTest, DisconnectFailsPendingRequestsWithoutTheHandler) {
   RequestId send = *b().postSend(ba(), kTag, large.data(), large.size());
   ASSERT_TRUE(b().disconnect(ba()).isOk());
   EXPECT_EQ(finish(1, recv).status().code(), Code::Unavailable);
-  ASSERT_TRUE(harness_->driveUntil([&] { return a().discardUnexpected(kTag, ~0ull) == 1; }));
+  ASSERT_TRUE(harness_->driveUntil([&] { return a().discardUnexpected(kTag, kMatchAll) == 1; }));
   EXPECT_EQ(finish(1, send).status().code(), Code::Unavailable);
   EXPECT_EQ(b().postRecv(ba(), kTag, &got, 1).status().code(), Code::NotFound);
   EXPECT_EQ(b().disconnect(ba()).code(), Code::NotFound);
@@ -43,8 +43,8 @@ TEST_P(FailureTest, DisconnectFailsPendingRequestsWithoutTheHandler) {
   Result<size_t> r = finish(1, *b().postRecv(ba(), kTag, &got, 1));
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   EXPECT_EQ(got, 7);
-  ASSERT_TRUE(b().postSend(ba(), kTag + 1, &x, 1).isOk());
-  EXPECT_TRUE(finish(0, *a().postRecv(ab(), kTag + 1, &got, 1)).isOk());
+  ASSERT_TRUE(b().postSend(ba(), withChunk(kTag, 1), &x, 1).isOk());
+  EXPECT_TRUE(finish(0, *a().postRecv(ab(), withChunk(kTag, 1), &got, 1)).isOk());
   harness_->driveUntil([] { return false; }, std::chrono::milliseconds(100));
   EXPECT_EQ(aCalls, 0);  // a disconnect is not a failure, on either side
   EXPECT_EQ(bCalls, 0);
@@ -55,11 +55,13 @@ TEST_P(FailureTest, DestroyedPeerFailsPendingRequestsAndCallsTheHandlerOnce) {
   b().setPeerFailureHandler([&](PeerId peer, const Status& why) { seen.push_back({peer, why}); });
   uint8_t bufs[3] = {};
   std::vector<RequestId> recvs;
-  for (uint8_t i = 0; i < 3; ++i) recvs.push_back(*b().postRecv(ba(), kTag + i, &bufs[i], 1));
+  for (uint8_t i = 0; i < 3; ++i) {
+    recvs.push_back(*b().postRecv(ba(), withChunk(kTag, i), &bufs[i], 1));
+  }
   std::vector<uint8_t> large = pattern(kLarge, 2), bigRecv(kLarge);
   RequestId send = *b().postSend(ba(), kTag, large.data(), large.size());
   // A large message from a that b takes only after a is gone.
-  ASSERT_TRUE(a().postSend(ab(), kTag + 5, large.data(), large.size()).isOk());
+  ASSERT_TRUE(a().postSend(ab(), withChunk(kTag, 5), large.data(), large.size()).isOk());
 
   harness_->destroy(0);
   ASSERT_TRUE(harness_->driveUntil([&] { return !seen.empty(); })) << "no failure reported";
@@ -81,7 +83,7 @@ TEST_P(FailureTest, DestroyedPeerFailsPendingRequestsAndCallsTheHandlerOnce) {
   // Later requests with the dead peer are refused, and it cannot be reached again.
   uint8_t x = 1;
   EXPECT_EQ(b().postSend(ba(), kTag, &x, 1).status().code(), Code::Unavailable);
-  EXPECT_EQ(b().postRecv(ba(), kTag + 5, bigRecv.data(), kLarge).status().code(),
+  EXPECT_EQ(b().postRecv(ba(), withChunk(kTag, 5), bigRecv.data(), kLarge).status().code(),
             Code::Unavailable);
   EXPECT_EQ(b().connect(harness_->address(0)).status().code(), Code::Unavailable);
   harness_->driveUntil([] { return false; }, std::chrono::milliseconds(100));

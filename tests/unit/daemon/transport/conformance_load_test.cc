@@ -37,7 +37,7 @@ TEST_P(SizeTest, DeliversEveryByteInBothOrders) {
   for (bool recvFirst : {false, true}) {
     SCOPED_TRACE(recvFirst ? "receive posted first" : "send posted first");
     std::vector<uint8_t> got(bytes + 1, 0xee);  // one spare byte: the length must be exact
-    const uint64_t tag = makeTag(3, recvFirst, 0);
+    const Tag tag = makeTag(3, recvFirst, 0);
     Result<RequestId> recv = Status(Code::Internal, "not posted");
     if (recvFirst) recv = b.postRecv(ba, tag, got.data(), got.size());
     Result<RequestId> send = a.postSend(ab, tag, data.data(), bytes);
@@ -82,9 +82,11 @@ TEST_P(LoadTest, ManyTagsInRandomOrderMatchTheirOwnMessages) {
     uint32_t msg;
   };
   std::vector<Op> ops;
-  std::vector<uint64_t> tags(kMessages);
+  std::vector<Tag> tags(kMessages);
   for (uint32_t i = 0; i < kMessages; ++i) {
-    tags[i] = makeTag(static_cast<uint16_t>(1 + i % 3), i / 3, static_cast<uint16_t>(rng()));
+    // Communicators and operations that differ only in high bits, and any chunk.
+    tags[i] =
+        makeTag(uint64_t{1 + i % 3} << 40, uint64_t{i / 3} << 32, static_cast<uint32_t>(rng()));
     ops.push_back({true, i});
     ops.push_back({false, i});
   }

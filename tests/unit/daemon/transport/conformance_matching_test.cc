@@ -1,5 +1,6 @@
-// Transport conformance, every backend: matching in both orders on exactly (peer, 64-bit tag),
-// post order within one tag, truncation, zero-byte messages, cancel and discard.
+// Transport conformance, every backend: matching in both orders on exactly (peer, tag), post
+// order within one tag, truncation, zero-byte messages, cancel and discard. How far apart tags
+// stay, and dropUnexpected(), are in conformance_tags_test.cc.
 #include <cstring>
 #include <string>
 
@@ -8,7 +9,7 @@
 namespace hc::transport::testing {
 namespace {
 
-constexpr uint64_t kTag = makeTag(0x1234, 7, 3);
+constexpr Tag kTag = makeTag(0x1234, 7, 3);
 // Longer than any backend's inline limit: travels as header + separate payload on UCX.
 constexpr size_t kLarge = 100 * 1024;
 
@@ -88,10 +89,11 @@ TEST_P(MatchingTest, MatchesOnlyTheExactPeerAndAllTagBits) {
   RequestId recv = *b().postRecv(ba(), kTag, &got, 4);
   uint32_t fromC = 1, otherChunk = 2, otherComm = 4, otherHighSeq = 5, right = 3;
   ASSERT_TRUE(c.postSend(cb, kTag, &fromC, 4).isOk());  // right tag, wrong peer
-  ASSERT_TRUE(a().postSend(ab(), kTag + 1, &otherChunk, 4).isOk());
-  ASSERT_TRUE(a().postSend(ab(), kTag | kTagCommMask, &otherComm, 4).isOk());
-  // Differs only in the sequence's top bits: a backend that folded them away would match it.
-  const uint64_t highSeq = kTag ^ (uint64_t{0x8000} << 32);
+  ASSERT_TRUE(a().postSend(ab(), withChunk(kTag, kTag.chunk + 1), &otherChunk, 4).isOk());
+  const Tag highComm = makeTag(kTag.comm | (1ull << 63), kTag.seq, kTag.chunk);
+  ASSERT_TRUE(a().postSend(ab(), highComm, &otherComm, 4).isOk());
+  // Differs only in the sequence's top bit: a backend that folded it away would match it.
+  const Tag highSeq = makeTag(kTag.comm, kTag.seq | (1ull << 63), kTag.chunk);
   ASSERT_TRUE(a().postSend(ab(), highSeq, &otherHighSeq, 4).isOk());
   harness_->flush(2, 1);
   harness_->flush(0, 1);
@@ -104,8 +106,10 @@ TEST_P(MatchingTest, MatchesOnlyTheExactPeerAndAllTagBits) {
   EXPECT_EQ(got, 1u);
   ASSERT_TRUE(finish(1, *b().postRecv(ba(), highSeq, &got, 4)).isOk());
   EXPECT_EQ(got, 5u);
-  ASSERT_TRUE(finish(1, *b().postRecv(ba(), kTag + 1, &got, 4)).isOk());
+  ASSERT_TRUE(finish(1, *b().postRecv(ba(), withChunk(kTag, kTag.chunk + 1), &got, 4)).isOk());
   EXPECT_EQ(got, 2u);
+  ASSERT_TRUE(finish(1, *b().postRecv(ba(), highComm, &got, 4)).isOk());
+  EXPECT_EQ(got, 4u);
 }
 
 TEST_P(MatchingTest, TwoSendersOnOneTagReachTheirOwnReceives) {
@@ -200,8 +204,8 @@ TEST_P(MatchingTest, DiscardUnexpectedDropsOneCommunicatorsTraffic) {
   }
   RequestId keep = *a().postSend(ab(), makeTag(2, 0, 0), small.data(), small.size());
   harness_->flush(0, 1);
-  EXPECT_EQ(b().discardUnexpected(makeTag(1, 0, 0), kTagCommMask), 3u);
-  EXPECT_EQ(b().discardUnexpected(makeTag(1, 0, 0), kTagCommMask), 0u);
+  EXPECT_EQ(b().discardUnexpected(makeTag(1, 0, 0), kMatchComm), 3u);
+  EXPECT_EQ(b().discardUnexpected(makeTag(1, 0, 0), kMatchComm), 0u);
   // Dropping a message lets its sender finish, even one that waits for its receiver.
   for (RequestId send : sends) EXPECT_TRUE(finish(0, send).isOk());
   RequestId stale = *b().postRecv(ba(), makeTag(1, 1, 0), got.data(), got.size());

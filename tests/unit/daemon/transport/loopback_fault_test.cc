@@ -8,7 +8,7 @@
 namespace hc::transport::testing {
 namespace {
 
-constexpr uint64_t kTag = makeTag(9, 1, 0);
+constexpr Tag kTag = makeTag(9, 1, 0);
 
 struct Failure {
   PeerId peer;
@@ -22,11 +22,11 @@ TEST_F(LoopbackTest, KillFailsPendingRequestsAndCallsTheHandlerOnce) {
   uint8_t bufs[3] = {};
   std::vector<RequestId> recvs;
   for (uint8_t i = 0; i < 3; ++i) {
-    recvs.push_back(*b().postRecv(victim, kTag + i, &bufs[i], 1));
+    recvs.push_back(*b().postRecv(victim, makeTag(9, 1, i), &bufs[i], 1));
   }
   uint8_t x = 1;
   RequestId send = *b().postSend(victim, kTag, &x, 1);  // final but not yet reported
-  RequestId aRecv = *a().postRecv(b().id(), kTag + 10, &x, 1);
+  RequestId aRecv = *a().postRecv(b().id(), makeTag(9, 1, 10), &x, 1);
 
   ASSERT_TRUE(fabric_.kill(victim).isOk());
   for (RequestId r : recvs) {
@@ -98,7 +98,7 @@ TEST_F(LoopbackTest, MessagesFromAKilledPeerAreDropped) {
   ASSERT_TRUE(a().postSend(b().id(), kTag, &x, 1).isOk());  // waits unmatched at b
   ASSERT_TRUE(fabric_.kill(a().id()).isOk());
   EXPECT_EQ(b().postRecv(a().id(), kTag, &got, 1).status().code(), Code::Unavailable);
-  EXPECT_EQ(b().discardUnexpected(0, 0), 0u);  // nothing left to discard
+  EXPECT_EQ(b().discardUnexpected(Tag{}, Tag{}), 0u);  // nothing left to discard, of any tag
 }
 
 }  // namespace

@@ -8,17 +8,32 @@
 namespace hc::transport::testing {
 namespace {
 
-constexpr uint64_t kTag = makeTag(0x1234, 7, 3);
+constexpr Tag kTag = makeTag(0x1234, 7, 3);
 
-TEST(TagTest, FieldsRoundTripAndMasksTileTheWord) {
-  uint64_t tag = makeTag(0xbeef, 0xdeadc0de, 0xf00d);
-  EXPECT_EQ(tagComm(tag), 0xbeef);
-  EXPECT_EQ(tagSeq(tag), 0xdeadc0deu);
-  EXPECT_EQ(tagChunk(tag), 0xf00d);
-  EXPECT_EQ(kTagCommMask | kTagSeqMask | kTagChunkMask, ~0ull);
-  EXPECT_EQ(kTagCommMask & kTagSeqMask, 0u);
-  EXPECT_EQ(kTagSeqMask & kTagChunkMask, 0u);
-  EXPECT_EQ(tag & kTagCommMask, makeTag(0xbeef, 0, 0));
+TEST(TagTest, FieldsTravelWholeAndMasksPickThem) {
+  constexpr Tag tag = makeTag(0xfedcba9876543210ull, 0x0123456789abcdefull, 0xdeadbeef);
+  EXPECT_EQ(tag.comm, 0xfedcba9876543210ull);
+  EXPECT_EQ(tag.seq, 0x0123456789abcdefull);
+  EXPECT_EQ(tag.chunk, 0xdeadbeefu);
+  EXPECT_EQ(tagString(tag), "fedcba9876543210/123456789abcdef/deadbeef");
+  // Each mask compares whole fields: a difference in any bit of a compared field counts.
+  const Tag otherChunk = makeTag(tag.comm, tag.seq, tag.chunk ^ 0x80000000u);
+  const Tag otherSeq = makeTag(tag.comm, tag.seq ^ (1ull << 63), tag.chunk);
+  const Tag otherComm = makeTag(tag.comm ^ (1ull << 40), tag.seq, tag.chunk);
+  EXPECT_TRUE(tagMatches(tag, tag, kMatchAll));
+  EXPECT_FALSE(tagMatches(otherChunk, tag, kMatchAll));
+  EXPECT_TRUE(tagMatches(otherChunk, tag, kMatchCommSeq));
+  EXPECT_FALSE(tagMatches(otherSeq, tag, kMatchCommSeq));
+  EXPECT_TRUE(tagMatches(otherSeq, tag, kMatchComm));
+  EXPECT_FALSE(tagMatches(otherComm, tag, kMatchComm));
+  EXPECT_TRUE(tagMatches(otherComm, tag, Tag{}));  // an empty mask matches everything
+  EXPECT_NE(otherComm, tag);
+  EXPECT_LT(makeTag(1, ~0ull, ~0u), makeTag(2, 0, 0));  // ordered by comm, then seq, then chunk
+  // The hash sees every field and the peer.
+  EXPECT_NE(hashTag(tag, 1), hashTag(otherChunk, 1));
+  EXPECT_NE(hashTag(tag, 1), hashTag(otherSeq, 1));
+  EXPECT_NE(hashTag(tag, 1), hashTag(otherComm, 1));
+  EXPECT_NE(hashTag(tag, 1), hashTag(tag, 2));
 }
 
 TEST_F(LoopbackTest, CompletionIsReportedByProgressAndReleasedByTest) {

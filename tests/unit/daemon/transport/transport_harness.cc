@@ -10,7 +10,7 @@ namespace hc::transport::testing {
 namespace {
 
 // Markers for flush() use a communicator no test uses.
-constexpr uint16_t kMarkerComm = 0xfffe;
+constexpr uint64_t kMarkerComm = 0xfffe;
 
 }  // namespace
 
@@ -118,7 +118,7 @@ Result<size_t> TransportHarness::finish(int who, RequestId request) {
 }
 
 void TransportHarness::flush(int from, int to) {
-  const uint64_t tag = makeTag(kMarkerComm, nextMarker_++, 0);
+  const Tag tag = makeTag(kMarkerComm, nextMarker_++, 0);
   Result<RequestId> recv = at(to).postRecv(peer(to, from), tag, nullptr, 0);
   ASSERT_TRUE(recv.isOk()) << recv.status().toString();
   Result<RequestId> send = at(from).postSend(peer(from, to), tag, nullptr, 0);

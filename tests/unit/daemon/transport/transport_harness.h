@@ -21,6 +21,12 @@ namespace hc::transport::testing {
 enum class Backend { Loopback, Ucx };
 std::string backendName(Backend backend);
 
+// `tag` with another chunk: a neighbouring message of the same operation.
+constexpr Tag withChunk(Tag tag, uint32_t chunk) {
+  tag.chunk = chunk;
+  return tag;
+}
+
 // The longest a test waits for something that should happen at once.
 constexpr std::chrono::milliseconds kDeadline{10000};
 

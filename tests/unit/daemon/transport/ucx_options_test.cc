@@ -64,8 +64,8 @@ TEST(UcxIdleTest, IdleOwnersSleepOnTheirEventFds) {
   ASSERT_TRUE(ab.isOk() && ba.isOk());
   // One message each way, so that both connections are fully up before the count starts.
   uint8_t x = 1, y = 0;
-  RequestId recv = *tb.postRecv(*ba, 1, &y, 1);
-  RequestId send = *ta.postSend(*ab, 1, &x, 1);
+  RequestId recv = *tb.postRecv(*ba, makeTag(1, 0, 0), &y, 1);
+  RequestId send = *ta.postSend(*ab, makeTag(1, 0, 0), &x, 1);
   const auto start = std::chrono::steady_clock::now();
   auto finished = [](Transport& t, RequestId r) {
     Result<bool> done = t.test(r);

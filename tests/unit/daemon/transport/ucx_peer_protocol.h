@@ -16,7 +16,7 @@
 namespace hc::transport::testing {
 
 constexpr size_t kStreamBytes = 8 << 20;
-constexpr uint16_t kStreamComm = 7;
+constexpr uint64_t kStreamComm = 7;
 constexpr uint32_t kStreamSeed = 77;
 
 inline bool writeBlob(int fd, const std::vector<uint8_t>& blob) {

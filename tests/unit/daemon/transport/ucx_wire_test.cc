@@ -35,42 +35,105 @@ std::vector<uint8_t> bytesOf(const void* p, size_t n) {
   return std::vector<uint8_t>(b, b + n);
 }
 
-TEST(UcxWireTest, ParsesWhatItSendsAndRejectsTheRest) {
+TEST(UcxWireTest, HelloRoundTripsAtTheWireVersionOnly) {
   HelloMessage hello;
   hello.stamp = 42;
   hello.uuid = 0x1122334455667788ull;
+  EXPECT_EQ(hello.version, kWireVersion);
   auto parsed = parseControl(bytesOf(&hello, sizeof(hello)));
   ASSERT_TRUE(parsed);
   EXPECT_EQ(parsed->kind, ControlKind::Hello);
   EXPECT_EQ(parsed->hello.stamp, 42u);
   EXPECT_EQ(parsed->hello.uuid, hello.uuid);
+  hello.version = 1;  // the version whose tags had 16 identity bits
+  EXPECT_FALSE(parseControl(bytesOf(&hello, sizeof(hello))));
+  hello.version = kWireVersion + 1;
+  EXPECT_FALSE(parseControl(bytesOf(&hello, sizeof(hello))));
+}
 
-  MessageHeader header;
-  header.kind = ControlKind::Inline;
-  header.tag = ~0ull;
-  header.bytes = 3;
+TEST(UcxWireTest, HeaderCarriesTheWholeTagAndItsOwnLength) {
+  const Tag tag = makeTag(~0ull - 1, 0x8000000000000001ull, 0xfffffffeu);
+  const MessageHeader header = makeHeader(ControlKind::Inline, tag, 3);
+  EXPECT_EQ(header.version, kWireVersion);
+  EXPECT_EQ(header.headerBytes, sizeof(MessageHeader));
   std::vector<uint8_t> inlineMessage = bytesOf(&header, sizeof(header));
   inlineMessage.insert(inlineMessage.end(), {7, 8, 9});
-  parsed = parseControl(inlineMessage);
+  auto parsed = parseControl(inlineMessage);
   ASSERT_TRUE(parsed);
-  EXPECT_EQ(parsed->header.tag, ~0ull);
+  EXPECT_EQ(parsed->kind, ControlKind::Inline);
+  EXPECT_EQ(tagOf(parsed->header), tag);
+  EXPECT_EQ(parsed->header.bytes, 3u);
   EXPECT_EQ(std::vector<uint8_t>(parsed->payload.begin(), parsed->payload.end()),
             (std::vector<uint8_t>{7, 8, 9}));
 
-  inlineMessage.pop_back();  // payload shorter than announced
-  EXPECT_FALSE(parseControl(inlineMessage));
+  const MessageHeader large = makeHeader(ControlKind::Header, tag, 1 << 30);
+  parsed = parseControl(bytesOf(&large, sizeof(large)));
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->kind, ControlKind::Header);
+  EXPECT_EQ(tagOf(parsed->header), tag);
+  EXPECT_EQ(parsed->header.bytes, 1u << 30);
+  EXPECT_TRUE(parsed->payload.empty());
+}
+
+TEST(UcxWireTest, ReadsTheFieldsItKnowsOfALongerHeader) {
+  // A later version's header: this version's fields, more fields, then the inline payload.
+  MessageHeader header = makeHeader(ControlKind::Inline, makeTag(0x20001, 5, 2), 2);
+  header.headerBytes = sizeof(MessageHeader) + 16;
+  std::vector<uint8_t> message = bytesOf(&header, sizeof(header));
+  message.resize(header.headerBytes, 0xaa);  // fields this version does not know
+  message.insert(message.end(), {1, 2});
+  auto parsed = parseControl(message);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(tagOf(parsed->header), makeTag(0x20001, 5, 2));
+  EXPECT_EQ(std::vector<uint8_t>(parsed->payload.begin(), parsed->payload.end()),
+            (std::vector<uint8_t>{1, 2}));
+  // A Header kind may be longer too, and still carries nothing after itself.
   header.kind = ControlKind::Header;
-  header.bytes = 1 << 30;
-  EXPECT_TRUE(parseControl(bytesOf(&header, sizeof(header))));
-  std::vector<uint8_t> trailing = bytesOf(&header, sizeof(header));
-  trailing.push_back(0);  // a header carries no payload
-  EXPECT_FALSE(parseControl(trailing));
+  header.bytes = 1 << 20;
+  message = bytesOf(&header, sizeof(header));
+  message.resize(kMaxHeaderBytes, 0);
+  header.headerBytes = kMaxHeaderBytes;
+  std::memcpy(message.data(), &header, sizeof(header));
+  parsed = parseControl(message);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->header.bytes, 1u << 20);
+}
+
+TEST(UcxWireTest, RefusesWhatIsNotAMessageOfThisVersion) {
+  const MessageHeader good = makeHeader(ControlKind::Inline, makeTag(1, 2, 3), 3);
+  auto message = [](const MessageHeader& header, const std::vector<uint8_t>& tail) {
+    std::vector<uint8_t> bytes(sizeof(header) + tail.size());
+    std::memcpy(bytes.data(), &header, sizeof(header));
+    std::copy(tail.begin(), tail.end(), bytes.begin() + sizeof(header));
+    return bytes;
+  };
+  ASSERT_TRUE(parseControl(message(good, {7, 8, 9})));
+  EXPECT_FALSE(parseControl(message(good, {7, 8})));        // shorter payload than announced
+  EXPECT_FALSE(parseControl(message(good, {7, 8, 9, 0})));  // longer
+  MessageHeader header = good;
+  header.version = 1;
+  EXPECT_FALSE(parseControl(message(header, {7, 8, 9})));
   header.version = kWireVersion + 1;
-  EXPECT_FALSE(parseControl(bytesOf(&header, sizeof(header))));
-  header.version = kWireVersion;
+  EXPECT_FALSE(parseControl(message(header, {7, 8, 9})));
+  header = good;
+  header.headerBytes = sizeof(MessageHeader) - 8;  // would put the payload inside the header
+  EXPECT_FALSE(parseControl(message(header, {7, 8, 9})));
+  header.headerBytes = 0;
+  EXPECT_FALSE(parseControl(message(header, {7, 8, 9})));
+  header.headerBytes = kMaxHeaderBytes + 8;  // past the bound
+  EXPECT_FALSE(parseControl(message(header, std::vector<uint8_t>(kMaxHeaderBytes, 0))));
+  header.headerBytes = sizeof(MessageHeader) + 8;  // past the message's end
+  header.bytes = 0;
+  EXPECT_FALSE(parseControl(message(header, {1, 2, 3})));
+  header = makeHeader(ControlKind::Header, makeTag(1, 2, 3), 1 << 30);
+  EXPECT_FALSE(parseControl(message(header, {0})));  // a header carries no payload
   header.kind = static_cast<ControlKind>(99);
-  EXPECT_FALSE(parseControl(bytesOf(&header, sizeof(header))));
+  EXPECT_FALSE(parseControl(message(header, {})));
   EXPECT_FALSE(parseControl(std::vector<uint8_t>(8, 0)));
+  // Shorter than this version's header, whatever it claims.
+  std::vector<uint8_t> cut = message(good, {});
+  cut.resize(sizeof(MessageHeader) - 4);
+  EXPECT_FALSE(parseControl(cut));
 }
 
 TEST(UcxWireTest, AddressesRoundTripAndForeignBytesAreRejected) {
@@ -87,6 +150,9 @@ TEST(UcxWireTest, AddressesRoundTripAndForeignBytesAreRejected) {
   wrongMagic[0] ^= 1;
   EXPECT_FALSE(decodeAddress(wrongMagic));
   EXPECT_FALSE(decodeAddress(std::vector<uint8_t>{1, 2, 3}));
+  std::vector<uint8_t> otherVersion = address;
+  otherVersion[4] = static_cast<uint8_t>(kWireVersion + 1);  // the version after the magic
+  EXPECT_FALSE(decodeAddress(otherVersion));
   // A loopback address (fabric id + endpoint id) is not one either.
   EXPECT_FALSE(decodeAddress(std::vector<uint8_t>(12, 0)));
 }

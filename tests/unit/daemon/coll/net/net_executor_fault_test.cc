@@ -208,21 +208,6 @@ TEST(SilenceTest, APeerThatNeverConnectedBackIsLateNotSilent) {
 
 // ---- the heartbeat on the wire -----------------------------------------------------------------
 
-// Drives a bare endpoint until `request` is final; its outcome, or Timeout.
-Result<size_t> finish(transport::Transport& t, transport::RequestId request) {
-  const auto deadline = Clock::now() + kDeadline;
-  while (Clock::now() < deadline) {
-    t.progress();
-    size_t bytes = 0;
-    Result<bool> done = t.test(request, &bytes);
-    if (!done.isOk()) return done.status();
-    if (*done) return bytes;
-    pollfd p{t.eventFd(), POLLIN, 0};
-    ::poll(&p, 1, 20);
-  }
-  return Status(Code::Timeout, "request never finished");
-}
-
 TEST(HeartbeatTest, FlowsOnTheReservedTagAndOneHeardPeerThatFallsSilentIsFailed) {
   const NetExecutorOptions options = silenceOptions();
   ExecutorCluster cluster(1, options);
@@ -239,8 +224,8 @@ TEST(HeartbeatTest, FlowsOnTheReservedTagAndOneHeardPeerThatFallsSilentIsFailed)
 
   Result<transport::PeerId> executor = peer.connect(cluster.addresses()[0]);
   ASSERT_TRUE(executor.isOk()) << executor.status().toString();
-  const uint64_t beatTag = transport::makeTag(kHeartbeatComm, 0, 0);
-  EXPECT_EQ(beatTag >> 48, 0xffffu);
+  const transport::Tag beatTag = transport::makeTag(transport::kHeartbeatIdentity, 0, 0);
+  EXPECT_LT(beatTag.comm, transport::kFirstCommIdentity);
   for (uint64_t want : {0, 1, 2}) {  // 8 bytes each: how many the executor sent us before
     uint64_t beat = ~0ull;
     Result<transport::RequestId> recv = peer.postRecv(*executor, beatTag, &beat, sizeof(beat));

@@ -39,6 +39,20 @@ size_t FreezableTransport::progress() {
 
 // ---- options -----------------------------------------------------------------------------------
 
+Result<size_t> finish(transport::Transport& t, transport::RequestId request) {
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  while (std::chrono::steady_clock::now() < deadline) {
+    t.progress();
+    size_t bytes = 0;
+    Result<bool> done = t.test(request, &bytes);
+    if (!done.isOk()) return done.status();
+    if (*done) return bytes;
+    pollfd p{t.eventFd(), POLLIN, 0};
+    ::poll(&p, 1, 20);
+  }
+  return Status(Code::Timeout, "request never finished");
+}
+
 NetExecutorOptions testOptions() {
   NetExecutorOptions options;
   options.maxSleep = std::chrono::milliseconds(50);
@@ -76,7 +90,7 @@ ExecutorCluster::~ExecutorCluster() {
   executors_.clear();  // before the fabric their endpoints borrow
 }
 
-NetJob ExecutorCluster::job(size_t node, uint64_t id, NetOpKind kind, uint16_t comm, uint32_t seq,
+NetJob ExecutorCluster::job(size_t node, uint64_t id, NetOpKind kind, uint64_t comm, uint64_t seq,
                             const std::vector<size_t>& members) const {
   std::vector<size_t> nodes = members;
   if (nodes.empty()) {

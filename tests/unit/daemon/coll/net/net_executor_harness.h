@@ -48,11 +48,11 @@ class FreezableTransport final : public transport::Transport {
   size_t directMinBytes() const override { return inner_->directMinBytes(); }
   using Transport::postRecv;
   using Transport::postSend;
-  Result<transport::RequestId> postSend(transport::PeerId peer, uint64_t tag, const void* buf,
+  Result<transport::RequestId> postSend(transport::PeerId peer, transport::Tag tag, const void* buf,
                                         size_t bytes, transport::MemoryKind kind) override {
     return inner_->postSend(peer, tag, buf, bytes, kind);
   }
-  Result<transport::RequestId> postRecv(transport::PeerId peer, uint64_t tag, void* buf,
+  Result<transport::RequestId> postRecv(transport::PeerId peer, transport::Tag tag, void* buf,
                                         size_t bytes, transport::MemoryKind kind) override {
     return inner_->postRecv(peer, tag, buf, bytes, kind);
   }
@@ -62,8 +62,9 @@ class FreezableTransport final : public transport::Transport {
   }
   size_t progress() override;
   Status cancel(transport::RequestId request) override { return inner_->cancel(request); }
-  size_t discardUnexpected(uint64_t tag, uint64_t mask) override {
-    return inner_->discardUnexpected(tag, mask);
+  size_t dropUnexpected(
+      const std::function<bool(const transport::UnexpectedMessage&)>& drop) override {
+    return inner_->dropUnexpected(drop);
   }
   int eventFd() const override { return inner_->eventFd(); }
   void setPeerFailureHandler(PeerFailureHandler handler) override {
@@ -77,6 +78,10 @@ class FreezableTransport final : public transport::Transport {
   bool frozen_ = false;  // guarded by mutex_
   bool parked_ = false;  // guarded by mutex_
 };
+
+// Drives a bare endpoint (one a test plays a daemon with by hand) until `request` is final; its
+// outcome, or Timeout after kDeadline.
+Result<size_t> finish(transport::Transport& t, transport::RequestId request);
 
 // Options for the tests: short sleeps and heartbeats; the silence check on, but far above any
 // scheduling delay of a loaded 2-core machine, so that only a truly frozen peer trips it.
@@ -101,7 +106,7 @@ class ExecutorCluster {
 
   // A job for `node` among `members` (node numbers of this cluster; empty: every node), its self
   // being node's index in members.
-  NetJob job(size_t node, uint64_t id, NetOpKind kind, uint16_t comm, uint32_t seq,
+  NetJob job(size_t node, uint64_t id, NetOpKind kind, uint64_t comm, uint64_t seq,
              const std::vector<size_t>& members = {}) const;
 
   // Simulates the death of `node`'s daemon (LoopbackFabric::kill); its executor keeps running.

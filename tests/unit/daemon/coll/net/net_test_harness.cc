@@ -7,7 +7,7 @@
 namespace hc::coll::net::testing {
 namespace {
 
-constexpr uint16_t kCommTag = 0x4e54;  // any value; every node of a cluster uses the same
+constexpr uint64_t kCommTag = 0x4e54;  // any identity; every node of a cluster uses the same
 constexpr size_t kThreadedMaxIterations = 50'000'000;
 
 }  // namespace

@@ -82,19 +82,20 @@ TEST(SendRecvTest, ADeviceMemoryEndGetsNoChunkShorterThanTheTransportLetsLand) {
   }
 }
 
-TEST(SendRecvTest, LinkIndexWrapsPastTheTagFieldAndMatchingStaysExact) {
-  // 40000 one-byte chunks on one link: indices repeat after 32768, and both ends post in order.
+TEST(SendRecvTest, ManyChunksOnOneLinkMatchExactly) {
+  // 40000 one-byte chunks on one link, both ends posting in order.
   transfer(2, 0, 1, kInt8, 40000, Pipeline{"OneByteChunks", 1, 64});
 }
 
-TEST(NetTagsTest, LayoutKeepsCommAndSeqAndSeparatesNotices) {
-  constexpr uint64_t tag = dataTag(0xBEEF, 0xDEADBEEF, 40000);
-  EXPECT_EQ(transport::tagComm(tag), 0xBEEF);
-  EXPECT_EQ(transport::tagSeq(tag), 0xDEADBEEFu);
-  EXPECT_EQ(transport::tagChunk(tag), 40000 - 32768);  // the index wraps within 15 bits
-  EXPECT_EQ(dataTag(1, 2, 32768), dataTag(1, 2, 0));
-  EXPECT_EQ(transport::tagChunk(noticeTag(1, 2)), kNoticeBit);
-  for (uint64_t index : {0ull, 1ull, 32767ull, 32768ull, 99999ull}) {
+TEST(NetTagsTest, LayoutKeepsCommAndSeqWholeAndSeparatesNotices) {
+  constexpr transport::Tag tag = dataTag(0xFEEDFACE0000BEEFull, 0xC0FFEE00DEADBEEFull, 40000);
+  EXPECT_EQ(tag.comm, 0xFEEDFACE0000BEEFull);  // every identity bit, not the low 16
+  EXPECT_EQ(tag.seq, 0xC0FFEE00DEADBEEFull);
+  EXPECT_EQ(tag.chunk, 40000u);
+  EXPECT_NE(dataTag(0x10001, 2, 0), dataTag(0x20001, 2, 0));
+  EXPECT_EQ(dataTag(1, 2, kLinkIndexMask + 1ull), dataTag(1, 2, 0));  // wraps within 31 bits
+  EXPECT_EQ(noticeTag(1, 2).chunk, kNoticeBit);
+  for (uint64_t index : {0ull, 1ull, 32767ull, 32768ull, 99999ull, 0x7fffffffull}) {
     EXPECT_NE(dataTag(1, 2, index), noticeTag(1, 2));
   }
 }
