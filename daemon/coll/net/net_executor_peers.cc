@@ -101,7 +101,7 @@ void ProgressLoop::pollHeartbeats(Clock::time_point now) {
     } else if (received.status().code() == Code::Unavailable) {
       continue;  // cancelled by us, or the peer failed: the handler reports that
     } else {
-      // Not a heartbeat (someone used the reserved tag id with a longer message): keep listening.
+      // Not a heartbeat (someone used the reserved identity with a longer message): keep listening.
       spdlog::warn("net executor: heartbeat from transport peer {}: {}", peer.id,
                    received.status().toString());
     }
