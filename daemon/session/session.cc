@@ -160,7 +160,11 @@ Status Session::onCommRoot(std::span<const uint8_t> bytes) {
                                      " communicator roots named without a CommInit"};
   }
   if (!s.isOk()) return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, s)));
-  commRoots_[key] = req.address;
+  NamedRoot& named = commRoots_[key];
+  // Another address than before: the ranks' joins disagree, and the root says so.
+  named.address = req.address;
+  // Saturates: one CommInit per rank takes one naming, and no client holds 2^32 ranks.
+  if (named.pending < UINT32_MAX) ++named.pending;
   return reply(ipc::frameBytes(
       ipc::makeFrame<ipc::CommRootReplyFrame>(ipc::FrameType::CommRootReply, req.header.requestId)));
 }
@@ -170,8 +174,8 @@ std::string Session::takeCommRoot(const uint8_t (&key)[16]) {
   std::memcpy(k.data(), key, k.size());
   auto it = commRoots_.find(k);
   if (it == commRoots_.end()) return {};
-  std::string root = std::move(it->second);
-  commRoots_.erase(it);
+  std::string root = it->second.address;
+  if (--it->second.pending == 0) commRoots_.erase(it);
   return root;
 }
 

@@ -126,7 +126,14 @@ class Session {
   bool cmaAllowed_ = false;
   std::shared_ptr<const ProcessMemory> processMemory_;
   std::string peerAddress_;
-  std::map<std::array<uint8_t, 16>, std::string> commRoots_;
+  // A root named for a key, and how many CommInits of this client have yet to take it: a process
+  // holding several ranks of one communicator names the root once per rank, and every frame of
+  // the socket may be read before the ring's CommInits.
+  struct NamedRoot {
+    std::string address;
+    uint32_t pending = 0;
+  };
+  std::map<std::array<uint8_t, 16>, NamedRoot> commRoots_;
   const device::DeviceRegistry* devices_ = nullptr;
   DeviceRegions regions_;
   std::map<uint64_t, uint64_t> doneFlags_;  // requestId -> segment offset of its DoneFlag

@@ -24,24 +24,8 @@
 
 namespace {
 
+using hc::integ::parseHexId;
 using hc::integ::WorkerOptions;
-
-bool parseHexId(std::string_view hex, hc_unique_id_t* id) {
-  if (hex.size() != 2 * sizeof(id->internal)) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < sizeof(id->internal); ++i) {
-    int hi = nibble(hex[2 * i]);
-    int lo = nibble(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    id->internal[i] = static_cast<char>(hi << 4 | lo);
-  }
-  return true;
-}
 
 bool parseArgs(int argc, char** argv, WorkerOptions* o, hc_unique_id_t* id, int* watchdog) {
   bool haveId = false;
@@ -100,13 +84,20 @@ int main(int argc, char** argv) {
   hc_unique_id_t id;
   std::memset(&id, 0, sizeof(id));
   const std::map<std::string_view, int (*)(hc_comm_t, const WorkerOptions&)> modes = {
-      {"matrix", hc::integ::runMatrix},   {"alltoallv", hc::integ::runAllToAllV},
-      {"groups", hc::integ::runGroups},   {"biggroup", hc::integ::runBigGroup},
-      {"split", hc::integ::runSplit},     {"abort", hc::integ::runAbort},
-      {"badargs", hc::integ::runBadArgs}, {"demo", hc::integ::runDemo},
-      {"loop", hc::integ::runLoop},       {"hang", hc::integ::runHang},
-      {"idle", hc::integ::runIdle},       {"mismatch", hc::integ::runMismatch},
-      {"grid", hc::integ::runGrid},       {"deviceops", hc::integ::runDeviceOps},
+      {"matrix", hc::integ::runMatrix},
+      {"alltoallv", hc::integ::runAllToAllV},
+      {"groups", hc::integ::runGroups},
+      {"biggroup", hc::integ::runBigGroup},
+      {"split", hc::integ::runSplit},
+      {"abort", hc::integ::runAbort},
+      {"badargs", hc::integ::runBadArgs},
+      {"demo", hc::integ::runDemo},
+      {"loop", hc::integ::runLoop},
+      {"hang", hc::integ::runHang},
+      {"idle", hc::integ::runIdle},
+      {"mismatch", hc::integ::runMismatch},
+      {"grid", hc::integ::runGrid},
+      {"deviceops", hc::integ::runDeviceOps},
       {"devicesendrecv", hc::integ::runDeviceSendRecv},
       {"streamwait", hc::integ::runStreamWait}};
   // Modes that wait on purpose (for a go file, for a stalled peer, forever) run without one.
