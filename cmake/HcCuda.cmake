@@ -9,7 +9,15 @@
 # Sets HC_CUDA_FOUND, HC_NVCC (the compiler), HC_CUDA_INCLUDE_DIR (cuda.h), and provides
 # hc_cuda_fatbin(<output> <source> DEPENDS ...).
 
-include_guard(GLOBAL)
+# Included by each folder that needs the decision (daemon/device/cuda, tests/gpu). The first
+# include decides and records it in a global property; a later one only sets HC_CUDA_FOUND in its
+# own scope, since a folder's variables do not reach its siblings.
+get_property(_hc_cuda_decided GLOBAL PROPERTY HC_CUDA_FOUND SET)
+if(_hc_cuda_decided)
+  get_property(HC_CUDA_FOUND GLOBAL PROPERTY HC_CUDA_FOUND)
+  return()
+endif()
+set_property(GLOBAL PROPERTY HC_CUDA_FOUND FALSE)
 
 # sm_80 and sm_90 cubins, plus compute_90 PTX that newer GPUs JIT-compile. CUDA 13 accepts sm_75
 # and newer only.
@@ -51,6 +59,7 @@ if(NOT HC_NVCC OR NOT HC_CUDA_INCLUDE_DIR)
 endif()
 
 set(HC_CUDA_FOUND TRUE)
+set_property(GLOBAL PROPERTY HC_CUDA_FOUND TRUE)
 message(STATUS "CUDA backend: on (nvcc ${HC_NVCC}, cuda.h in ${HC_CUDA_INCLUDE_DIR}, "
                "archs ${HC_CUDA_ARCHS})")
 
