@@ -2,7 +2,8 @@
 // (src * nranks + dst) into 15 bits, so with 200 ranks the pairs 0->101 and 164->69 shared one;
 // the test here runs those two pairs (hc_identity_worker, identity_worker.h) and expects their
 // data right. Then the join: a daemon that acts late on the root's rank table, and daemons of
-// different wire versions, which must refuse each other with an error that says why.
+// different wire versions, which must refuse each other with an error that says why; and a process
+// that holds two ranks of a communicator spanning both daemons.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -21,11 +22,10 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// 200 ranks, rank r on daemon r % 2, a process each (identity_worker.h says why not several per
-// process). Ranks 0 and 164 (daemon 0) send 7 elements each to 101 and 69 (daemon 1), transfers
-// to which the old 15-bit fold of src * 200 + dst gave one tag. Go files order the posts: 0 sends,
-// then 164, so that both sends are under way before either receive; then 69 receives, then 101,
-// the opposite order. The other ranks only init and destroy.
+// 200 ranks, rank r on daemon r % 2, a process each. Ranks 0 and 164 (daemon 0) send 7 elements
+// each to 101 and 69 (daemon 1), transfers to which the old 15-bit fold of src * 200 + dst gave one
+// tag. Go files order the posts: 0 sends, then 164, so that both sends are under way before either
+// receive; then 69 receives, then 101, the opposite order. The other ranks only init and destroy.
 TEST(CommIdentityTest, TransfersOfPairsThatSharedATagKeepTheirOwnData) {
   constexpr int kRanks = 200;
   static_assert(((0 * kRanks + 101) & 0x7fff) == ((164 * kRanks + 69) & 0x7fff));
@@ -91,6 +91,28 @@ TEST(CommIdentityTest, FirstAllreduceIsRightWhenOneDaemonFormsTheCommunicatorLat
   const size_t at = out.find("init ms=");
   if (at != std::string::npos) initMs = std::atoll(out.c_str() + at + 8);
   EXPECT_GE(initMs, kDelayMs - 100) << "rank 1's init was not delayed by daemon 1\n" << w.report();
+  expectCleanStop(*s.cluster);
+}
+
+// 4 ranks over both daemons, two per process: p0 holds ranks 0 and 2 against daemon 0 (the root),
+// p1 ranks 1 and 3 against daemon 1. Each process names the root once per rank, and its daemon
+// may read both namings before either CommInit: when a daemon kept one root per key, the first
+// CommInit took it and the second rank began a communicator of that daemon alone, so the root
+// waited for the rank until the init timed out (10 s here, not the default 2 minutes). Every rank
+// of a process posts each operation before any is waited for.
+TEST(CommIdentityTest, TwoRanksOfASpanningCommunicatorInOneProcessJoinAcrossDaemons) {
+  auto s = startCluster();
+  ASSERT_FALSE(s.id.empty()) << s.error;
+  const std::vector<std::string> common = {
+      "--mode", "collectives", "--id", s.id, "--nranks", "4", "--ops", "allreduce,broadcast",
+      // The default counts twice, each rank the broadcast's root twice.
+      "--iters", "8", "--init-timeout-ms", "10000", "--watchdog", "30"};
+  Workers w(*s.cluster);
+  std::string error;
+  ASSERT_TRUE(w.start("p0", 0, concat(common, {"--ranks", "0,2"}), &error)) << error;
+  ASSERT_TRUE(w.start("p1", 1, concat(common, {"--rank", "1", "--rank", "3"}), &error)) << error;
+  w.expectAllSucceed(kJobTimeout);
+  expectFormedAcrossBoth(*s.cluster, 1);
   expectCleanStop(*s.cluster);
 }
 

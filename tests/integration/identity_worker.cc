@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -78,6 +79,15 @@ bool readIds(const char* path, std::vector<std::string>* out) {
   return in.eof();  // false when the file could not be read
 }
 
+// At least one rank, each in range and held once: the daemon refuses a second join of a rank.
+bool ranksValid(const std::vector<int>& ranks, int nranks) {
+  std::set<int> seen;
+  for (int r : ranks) {
+    if (r < 0 || r >= nranks || !seen.insert(r).second) return false;
+  }
+  return !ranks.empty();
+}
+
 bool parseArgs(int argc, char** argv, Options* o) {
   bool ok = true;
   auto u64 = [](const char* v) { return std::strtoull(v, nullptr, 10); };
@@ -86,7 +96,11 @@ bool parseArgs(int argc, char** argv, Options* o) {
       {"--id", [&](const char* v) { o->ids.emplace_back(v); }},
       {"--ids", [&](const char* v) { ok = readIds(v, &o->ids) && ok; }},
       {"--nranks", [&](const char* v) { o->nranks = std::atoi(v); }},
-      {"--rank", [&](const char* v) { o->rank = std::atoi(v); }},
+      {"--rank", [&](const char* v) { o->ranks.push_back(std::atoi(v)); }},
+      {"--ranks",
+       [&](const char* v) {
+         for (const std::string& r : splitList(v, ',')) o->ranks.push_back(std::atoi(r.c_str()));
+       }},
       {"--base", [&](const char* v) { o->base = std::atoll(v); }},
       {"--base-step", [&](const char* v) { o->baseStep = std::atoll(v); }},
       {"--iters", [&](const char* v) { o->iters = u64(v); }},
@@ -111,14 +125,17 @@ bool parseArgs(int argc, char** argv, Options* o) {
     it->second(argv[i + 1]);
   }
   const bool endOk = o->end == "destroy" || o->end == "abort" || o->end == "hold";
-  return ok && !o->ids.empty() && o->nranks > 0 && o->rank >= 0 && o->rank < o->nranks &&
+  return ok && !o->ids.empty() && o->nranks > 0 && ranksValid(o->ranks, o->nranks) &&
          !o->counts.empty() && endOk;
 }
 
 // p2p needs one communicator, each rank sending and receiving at most once; split needs pairs.
+// Relay and p2p wait for one member at a time, so they hold one rank.
 bool modeAccepts(const Options& o) {
-  if (o.mode == "collectives" || o.mode == "relay") return true;
+  if (o.mode == "collectives") return true;
   if (o.mode == "split") return o.nranks % 2 == 0;
+  if (o.ranks.size() != 1) return false;
+  if (o.mode == "relay") return true;
   if (o.mode != "p2p" || o.ids.size() != 1 || o.transfers.empty()) return false;
   std::map<int, int> sends, recvs;
   for (const auto& [src, dst] : o.transfers) {
@@ -167,12 +184,16 @@ void recordFailure(Outcome* out, hc_status_t rc, const Member& m, const std::str
   out->text = what + " on " + m.name + ": " + lastError(m.comm);
 }
 
-std::vector<Member*> ordered(std::vector<Member>& members, Order order) {
-  std::vector<Member*> out;
-  for (Member& m : members) out.push_back(&m);
-  if (order == Order::Reverse) std::reverse(out.begin(), out.end());
+std::vector<Member*> ordered(std::vector<Member>& members, Order order, size_t ranksPerComm) {
+  std::vector<size_t> comms(members.size() / ranksPerComm);
+  for (size_t j = 0; j < comms.size(); ++j) comms[j] = j;
+  if (order == Order::Reverse) std::reverse(comms.begin(), comms.end());
   if (order == Order::Pairs) {
-    for (size_t i = 0; i + 1 < out.size(); i += 2) std::swap(out[i], out[i + 1]);
+    for (size_t j = 0; j + 1 < comms.size(); j += 2) std::swap(comms[j], comms[j + 1]);
+  }
+  std::vector<Member*> out;
+  for (size_t j : comms) {
+    for (size_t i = 0; i < ranksPerComm; ++i) out.push_back(&members[j * ranksPerComm + i]);
   }
   return out;
 }
@@ -245,7 +266,7 @@ int run(int argc, char** argv) {
   if (!parseArgs(argc, argv, &o) || !modeAccepts(o)) {
     std::fprintf(stderr,
                  "usage: hc_identity_worker --mode collectives|split|relay|p2p --id HEX|--ids FILE "
-                 "--nranks N --rank R ... (identity_worker.h)\n");
+                 "--nranks N --rank R [--rank R ...]|--ranks R[,R...] ... (identity_worker.h)\n");
     return kExitUsage;
   }
   std::vector<hc_unique_id_t> ids(o.ids.size());
@@ -257,14 +278,17 @@ int run(int argc, char** argv) {
   }
   if (o.watchdog > 0) startWatchdog(o.watchdog);
 
-  std::vector<Member> members(ids.size());
-  for (size_t j = 0; j < ids.size(); ++j) {
-    Member& m = members[j];
+  // Communicator j's ranks are members j * n .. j * n + n - 1, n = o.ranks.size().
+  const size_t perComm = o.ranks.size();
+  std::vector<Member> members(ids.size() * perComm);
+  for (size_t k = 0; k < members.size(); ++k) {
+    const size_t j = k / perComm;
+    Member& m = members[k];
     m.id = &ids[j];
-    m.rank = o.rank;
+    m.rank = o.ranks[k % perComm];
     m.nranks = o.nranks;
     m.base = o.base + static_cast<int64_t>(j) * o.baseStep;
-    m.name = "comm " + std::to_string(j) + " rank " + std::to_string(o.rank);
+    m.name = "comm " + std::to_string(j) + " rank " + std::to_string(m.rank);
   }
   Arena arena;
   if (!arena.assign(members, *std::max_element(o.counts.begin(), o.counts.end()))) {
@@ -274,7 +298,7 @@ int run(int argc, char** argv) {
   }
 
   // Relay forms its communicators one at a time; every other mode all of them at once.
-  std::vector<Member*> all = ordered(members, o.order);
+  std::vector<Member*> all = ordered(members, o.order, perComm);
   std::vector<Member*> first = o.mode == "relay" ? std::vector<Member*>{&members[0]} : all;
   Outcome out;
   const auto initStart = Clock::now();

@@ -1,37 +1,44 @@
-// hc_identity_worker: one rank of each of several communicators in one process, for the tests
-// of how daemons tell communicators apart (comm_identity_test.cc). hc_rank_worker holds one rank
-// of one communicator; these tests need a process that holds ranks of two jobs (so that it posts
-// them in an order the test picks), or of a thousand communicators. Inits and splits are
-// non-blocking, posted on every communicator before any is waited for.
+// hc_identity_worker: ranks of each of several communicators in one process, for the tests of
+// how daemons tell communicators apart (comm_identity_test.cc, comm_identity_join_test.cc).
+// hc_rank_worker holds one rank of one communicator; these tests need a process that holds ranks
+// of two jobs (so that it posts them in an order the test picks), of a thousand communicators, or
+// several ranks of one communicator. Inits and splits are non-blocking, posted on every
+// communicator before any is waited for.
 //
-// At most one rank of a communicator per process: a client names the root daemon of each init
-// over its socket just before it submits the CommInit on its ring, and the daemon keeps one root
-// per key, handling socket frames before ring entries; a second rank of the same communicator
-// from the same client could have its root taken by the first rank's CommInit and join as if it
-// had no root. Tests that need many ranks of one communicator start a process per rank.
+// Several ranks of one communicator in a process: a client names the root daemon of each init
+// over its socket just before it submits the CommInit on its ring, and a daemon that reads every
+// socket frame before the ring's entries must keep one naming per rank, or the first CommInit
+// takes the root named for both and the second joins as if there were none, on its own daemon.
+// The collectives of such ranks are posted on all of them before any is waited for, as they are
+// across communicators: a blocking call per rank would wait for a rank this process has yet to
+// post.
 //
 //   hc_identity_worker --mode collectives|split|relay|p2p
-//                      (--id HEX [--id HEX ...] | --ids FILE) --nranks N --rank R
+//                      (--id HEX [--id HEX ...] | --ids FILE) --nranks N
+//                      (--rank R [--rank R ...] | --ranks R[,R...])
 //                      [--base B] [--base-step S] [--iters K] [--counts C[,C...]]
 //                      [--ops allreduce,broadcast,sendrecv] [--order forward|reverse|pairs]
 //                      [--transfers SRC:DST[,SRC:DST...]] [--go-file PATH]
 //                      [--init-timeout-ms T] [--watchdog SECONDS] [--expect-failure 0|1]
 //                      [--end destroy|abort|hold]
 //
-// The process holds rank R of communicator j for every id j, and posts each operation on them in
-// --order: by j, by j reversed, or with each pair swapped (1, 0, 3, 2, ...; two processes that
-// post a thousand communicators in opposite orders would wait on each other's credits, see
-// comm_identity_test.cc). Communicator j's ranks contribute multiples of its base, B + j * S (job
-// A's ranks 1 and 2, job B's 100 and 200), so data delivered to the wrong communicator never passes
-// for right. Modes (identity_worker_modes.cc):
-//   collectives  --iters rounds of --ops; each operation is posted on every communicator before
-//                any is waited for; verified.
+// The process holds ranks R (each once, in the order given) of communicator j for every id j, and
+// posts each operation on them communicator by communicator in --order: by j, by j reversed, or
+// with each pair swapped (1, 0, 3, 2, ...; two processes that post a thousand communicators in
+// opposite orders would wait on each other's credits, see comm_identity_test.cc). Communicator
+// j's ranks contribute multiples of its base, B + j * S (job A's ranks 1 and 2, job B's 100 and
+// 200), so data delivered to the wrong communicator never passes for right. Modes
+// (identity_worker_modes.cc):
+//   collectives  --iters rounds of --ops; each operation is posted on every communicator and
+//                every rank of it here before any is waited for; every rank's result verified
+//                against all ranks' contributions.
 //   split        every communicator splits into pairs (color rank / 2, keys reversed), the rounds
 //                run on the children (base 10 * B + color + 1), then one more on the parents.
 //   relay        the communicators one after the other: the next one's init is under way while
-//                the previous one is destroyed.
+//                the previous one is destroyed. One rank.
 //   p2p          on the one communicator, this rank's send among --transfers (if any), then its
 //                receive (if any), each verified: the test orders the ranks' posts with go files.
+//                One rank.
 // --go-file: every mode waits for it after init, before its first operation.
 // --expect-failure 1: the first failed operation ends the run (the communicators are aborted) and
 // the exit code is 0 unless data was wrong. --end: destroy (default) or abort the communicators
@@ -45,6 +52,7 @@
 //   result status=<n> text=<t> the first failure (init or operation), or status 0
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -61,7 +69,7 @@ struct Options {
   std::string mode = "collectives";
   std::vector<std::string> ids;  // hex
   int nranks = 0;
-  int rank = -1;
+  std::vector<int> ranks;  // this process's ranks of every communicator
   int64_t base = 1;
   int64_t baseStep = 1;
   uint64_t iters = 1;
@@ -112,8 +120,9 @@ class Arena {
 
 // ---- identity_worker.cc: the life of the communicators ----
 void recordFailure(Outcome* out, hc_status_t rc, const Member& m, const std::string& what);
-// The members in the order of --order.
-std::vector<Member*> ordered(std::vector<Member>& members, Order order);
+// The members in the order of --order, communicator by communicator: members holds ranksPerComm
+// consecutive ranks of each, which keep their order.
+std::vector<Member*> ordered(std::vector<Member>& members, Order order, size_t ranksPerComm);
 // Starts the init of every member without waiting for it.
 void startInits(const std::vector<Member*>& ms, const Options& o, Outcome* out);
 // Polls every creation (init or split) under way until none is in progress. A member whose

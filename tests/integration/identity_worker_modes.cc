@@ -107,7 +107,8 @@ uint64_t countWrong(const Member& m, uint64_t count,
 }
 
 // One round: each operation of --ops is posted on every member, in order, before any member's is
-// waited for; then all are waited for and verified. A failure ends the round at once.
+// waited for (members that are ranks of one communicator complete only together); then all are
+// waited for and verified. A failure ends the round at once.
 void runRound(const std::vector<Member*>& ms, const Options& o, uint64_t iter, bool announce,
               Outcome* out) {
   const uint64_t count = o.counts[iter % o.counts.size()];
@@ -145,7 +146,7 @@ void runRounds(const std::vector<Member*>& ms, const Options& o, uint64_t first,
 // higher parent rank becomes rank 0 of its pair.
 void runSplit(std::vector<Member>& parents, const Options& o, Outcome* out) {
   std::vector<Member> children(parents.size());
-  const std::vector<Member*> order = ordered(parents, o.order);
+  const std::vector<Member*> order = ordered(parents, o.order, o.ranks.size());
   for (Member* p : order) {
     Member& c = children[static_cast<size_t>(p - parents.data())];
     const int color = p->rank / 2;
@@ -160,7 +161,7 @@ void runSplit(std::vector<Member>& parents, const Options& o, Outcome* out) {
       c.comm = nullptr;
     }
   }
-  const std::vector<Member*> childOrder = ordered(children, o.order);
+  const std::vector<Member*> childOrder = ordered(children, o.order, o.ranks.size());
   awaitCreation(childOrder, "hc_comm_split", out);
   for (size_t i = 0; i < children.size() && !out->failed(); ++i) {
     Member& c = children[i];
