@@ -1,13 +1,15 @@
 // hc_rank_worker: one rank of a job, as its own process linking libhcclient. The integration
-// tests and scripts/demo start N of these against one daemon (HC_SOCKET).
+// tests and scripts/demo start N of these against one daemon (HC_SOCKET). hc_gpu_worker is the
+// same program built with CUDA (worker_device_cuda.cc), for --device cuda:N.
 //
 //   hc_rank_worker --rank R --nranks N --id <256 hex digits>
 //                  --mode matrix|grid|alltoallv|groups|biggroup|split|abort|badargs|demo|loop|
-//                         hang|idle|mismatch
+//                         hang|idle|mismatch|deviceops|devicesendrecv|streamwait|
+//                         gpu|gpuorder|gpukill|gpumemory|gpuperf
 //                  [--seed S] [--count C] [--seconds T] [--iters K] [--stall-after K]
 //                  [--go-file PATH] [--field count|dtype|redop|root|op|sendcount|senddtype]
 //                  [--phase group|split] [--aborter R] [--watchdog SECONDS]
-//                  [--device sim:nvidia|amd:INDEX]
+//                  [--device sim:nvidia|amd:INDEX | cuda:INDEX]
 //   hc_rank_worker --new-id   prints a fresh unique id (hc_get_unique_id) as hex
 //   hc_rank_worker --probe    exits 0 when the daemon at HC_SOCKET serves a client
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include <string_view>
 
 #include "hetero_comm/hc.h"
+#include "tests/integration/worker_device.h"
 #include "tests/integration/worker_modes.h"
 
 namespace {
@@ -99,7 +102,12 @@ int main(int argc, char** argv) {
       {"grid", hc::integ::runGrid},
       {"deviceops", hc::integ::runDeviceOps},
       {"devicesendrecv", hc::integ::runDeviceSendRecv},
-      {"streamwait", hc::integ::runStreamWait}};
+      {"streamwait", hc::integ::runStreamWait},
+      {"gpu", hc::integ::runGpu},
+      {"gpuorder", hc::integ::runGpuOrder},
+      {"gpukill", hc::integ::runGpuKill},
+      {"gpumemory", hc::integ::runGpuMemory},
+      {"gpuperf", hc::integ::runGpuPerf}};
   // Modes that wait on purpose (for a go file, for a stalled peer, forever) run without one.
   int watchdog = 60;
   const std::set<std::string_view> unwatched = {"loop",     "hang", "idle",
@@ -107,6 +115,13 @@ int main(int argc, char** argv) {
   // Checked before init: a rank that gives up after joining would leave its peers waiting.
   if (!parseArgs(argc, argv, &o, &id, &watchdog) || modes.count(o.mode) == 0) {
     std::fprintf(stderr, "usage: hc_rank_worker --rank R --nranks N --id HEX --mode MODE ...\n");
+    return hc::integ::kExitUsage;
+  }
+  hc::integ::DeviceChoice device;
+  std::string why = "expected sim:nvidia:N, sim:amd:N or cuda:N";
+  if (!hc::integ::parseDeviceChoice(o.device, &device) ||
+      !hc::integ::workerSupports(device, &why)) {
+    std::fprintf(stderr, "%s: --device %s: %s\n", argv[0], o.device.c_str(), why.c_str());
     return hc::integ::kExitUsage;
   }
   if (watchdog > 0 && unwatched.count(o.mode) == 0) hc::integ::startWatchdog(watchdog);
@@ -123,7 +138,8 @@ int main(int argc, char** argv) {
   // deliberately broken one is aborted, which never waits for other ranks. Abort mode has ended
   // the communicator itself.
   if (o.mode == "abort") return code;
-  if (code == hc::integ::kExitOk && o.mode != "mismatch") {
+  const std::set<std::string_view> brokenOnPurpose = {"mismatch", "gpukill"};
+  if (code == hc::integ::kExitOk && brokenOnPurpose.count(o.mode) == 0) {
     rc = hc_comm_destroy(comm);
     if (rc != HC_OK) {
       hc::integ::printStatus("destroy", rc, nullptr);

@@ -175,6 +175,7 @@ std::string describe(const Case& c) {
   if (hasRoot(c.coll)) s += " root=" + std::to_string(c.root);
   s += c.inPlace ? " in-place" : " out-of-place";
   if (c.mem == Mem::User) s += " user-memory";
+  if (c.nullStream) s += " null-stream";
   if (c.special == Special::Saturate) s += " saturating-values";
   if (c.special == Special::NaN) s += " nan-values";
   if (c.coll == Coll::AllToAllV) {
@@ -274,6 +275,35 @@ std::vector<Case> matrixCases(int nranks, uint64_t seed) {
   }
   add(Case{Coll::AllReduce, HC_FLOAT32, Red::Sum, kBigCount, false, 0, 0, Mem::User});
   add(Case{Coll::AllToAll, HC_INT32, Red::Sum, kBigCount, false, 0, 0, Mem::User});
+  return cases;
+}
+
+std::vector<Case> gpuCases(int nranks, uint64_t seed) {
+  const hc_dtype_t dtypes[] = {HC_FLOAT32, HC_FLOAT16, HC_BFLOAT16, HC_INT32};
+  const uint64_t counts[] = {0, 1, 7, kBigCount};
+  std::vector<Case> cases;
+  for (size_t d = 0; d < std::size(dtypes); ++d) {
+    for (Coll coll : kDataColls) {
+      std::vector<Red> reds = {Red::Sum};
+      if (isReduction(coll)) reds.assign(std::begin(kAllReds), std::end(kAllReds));
+      for (size_t r = 0; r < reds.size(); ++r) {
+        for (size_t k = 0; k < std::size(counts); ++k) {
+          for (bool inPlace : {false, true}) {
+            if (inPlace && !hasInPlace(coll)) continue;
+            Case c{coll, dtypes[d], reds[r], counts[k], inPlace};
+            c.seed = seed + cases.size();
+            c.root = static_cast<int>(cases.size() % static_cast<size_t>(nranks));
+            // Every placement of every operation sees both kinds of stream across the counts.
+            c.nullStream = (d + r + k + (inPlace ? 1 : 0)) % 2 == 1;
+            cases.push_back(c);
+          }
+        }
+      }
+    }
+    Case barrier{Coll::Barrier, dtypes[d]};
+    barrier.nullStream = d % 2 == 1;
+    cases.push_back(barrier);
+  }
   return cases;
 }
 

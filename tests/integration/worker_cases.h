@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hetero_comm/hc.h"
-#include "hetero_comm/hc_sim.h"
+#include "tests/integration/worker_device.h"
 #include "tests/integration/worker_values.h"
 
 namespace hc::integ {
@@ -52,6 +52,9 @@ struct Case {
   Mem mem = Mem::Shared;
   Special special = Special::None;   // narrow-float edge values (allreduce sum only)
   Pattern pattern = Pattern::Mixed;  // alltoallv only
+  // Device runs: issued with a null stream (submitted by the CPU at once, like host memory) rather
+  // than on the runner's stream.
+  bool nullStream = false;
 };
 
 std::string_view collName(Coll coll);
@@ -69,6 +72,14 @@ std::vector<Case> matrixCases(int nranks, uint64_t seed);
 std::vector<Case> demoCases(int nranks, uint64_t seed);
 // Every alltoallv pattern over a few dtypes and counts.
 std::vector<Case> alltoallvCases(uint64_t seed);
+// For a GPU: every operation x fp32, fp16, bf16, int32 x every redop x counts 0, 1, 7, 1Mi+3 x
+// both placements, half of them with a null stream.
+std::vector<Case> gpuCases(int nranks, uint64_t seed);
+
+struct WorkerOptions;
+// Runs every case on --device (host memory without one), prints each wrong or failed one, then
+// "cases ... seconds ..." and "#wrong <n>"; returns the exit code (worker_matrix.cc).
+int runCaseList(hc_comm_t comm, const WorkerOptions& o, const std::vector<Case>& cases);
 
 // The alltoallv layout of one rank: per-peer counts (some zero) and displacements with gaps, send
 // blocks in reverse peer order and receive blocks in peer order, so that neither is the trivial
@@ -117,16 +128,9 @@ void verifyTransfer(hc_dtype_t dtype, uint64_t count, uint64_t seed, int src, in
                     const uint8_t* recv, CaseResult* out);
 
 // Runs cases on one rank of comm. Owns daemon-shared and plain heap buffers big enough for every
-// case, and the pre-multiplied-sum operators of every dtype.
-// Where a runner's buffers live: host segment memory, or a simulated device with its own stream.
-struct DeviceChoice {
-  bool sim = false;
-  hc_sim_vendor_t vendor = HC_SIM_NVIDIA;
-  int index = 0;
-};
-// "" (host) or "sim:nvidia:0" / "sim:amd:1"; false for anything else.
-bool parseDeviceChoice(const std::string& text, DeviceChoice* out);
-
+// case, and the pre-multiplied-sum operators of every dtype. On a device, the buffers of shared
+// cases are device memory with host shadows: each case is prepared in the shadows, copied in on
+// the runner's stream before it is issued, copied back after, and verified on the host.
 class CaseRunner {
  public:
   CaseRunner(hc_comm_t comm, int rank, int nranks, DeviceChoice device = {});
@@ -134,25 +138,32 @@ class CaseRunner {
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;
 
-  // Allocates the buffers for counts up to maxCount; returns the failure text or "".
+  // Opens the device and allocates the buffers for counts up to maxCount; returns the failure
+  // text or "".
   std::string allocate(uint64_t maxCount);
   CaseResult run(const Case& c);
 
  private:
   hc_redop_t redopFor(const Case& c);
-  hc_status_t issue(const Case& c, const void* send, void* recv);
-  // Device mode: waits for the stream and reports its (or the communicator's async) error.
-  hc_status_t synchronizeStream();
+  // Posts c (a group for SendRecv) and returns its requests in *reqs.
+  hc_status_t post(const Case& c, const void* send, void* recv, hc_stream_t stream,
+                   std::vector<hc_request_t>* reqs);
+  // Device mode: waits for the runner's stream and reports its (or the communicator's async)
+  // error.
+  hc_status_t synchronizeStream(std::string* error);
+  // Device mode: moves the first `bytes` of both buffers in (toDevice) or out.
+  hc_status_t moveBuffers(bool toDevice, uint64_t bytes, std::string* error);
   void setBufferScalar(hc_dtype_t dtype, bool valid);
 
   hc_comm_t comm_;
   int rank_;
   int nranks_;
   uint64_t bytes_ = 0;
-  DeviceChoice device_;
-  hc_stream_t stream_ = nullptr;  // the sim stream every operation is ordered on (device mode)
-  uint8_t* a_ = nullptr;  // hc_mem_alloc, or hc_sim_malloc in device mode
-  uint8_t* b_ = nullptr;
+  DeviceChoice choice_;
+  WorkerDevicePtr device_;        // null for host memory
+  hc_stream_t stream_ = nullptr;  // the stream of device_ every case is ordered on
+  MirroredBuffer a_;              // hc_mem_alloc, or device memory and its shadow
+  MirroredBuffer b_;
   uint8_t* scalars_ = nullptr;        // hc_mem_alloc: one 16-byte slot per dtype
   std::unique_ptr<uint8_t[]> userA_;  // plain heap memory (staging path)
   std::unique_ptr<uint8_t[]> userB_;

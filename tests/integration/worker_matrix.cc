@@ -38,7 +38,8 @@ double since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Runs every case and reports each wrong or failed one; a case list for one communicator.
+}  // namespace
+
 int runCaseList(hc_comm_t comm, const WorkerOptions& o, const std::vector<Case>& cases) {
   auto start = std::chrono::steady_clock::now();
   uint64_t maxCount = 0;
@@ -82,8 +83,6 @@ int runCaseList(hc_comm_t comm, const WorkerOptions& o, const std::vector<Case>&
   }
   return finish(tally, since(start));
 }
-
-}  // namespace
 
 int runMatrix(hc_comm_t comm, const WorkerOptions& o) {
   return runCaseList(comm, o, matrixCases(o.nranks, o.seed));

@@ -11,6 +11,9 @@
 //   posted                     abort mode: the rank's pending group or split is posted
 //   check <name> status=<n> text=<t>   badargs mode: the outcome of one invalid call
 //   split rank=<r> size=<n>    split mode: this rank's place in its new communicator
+//   order posted_ms=<x> done_ms=<y> long_ms=<l> long_end_ms=<z>   gpuorder mode (see below)
+//   memory start_free=<MiB> low_free=<MiB> end_free=<MiB> margin=<MiB>   gpumemory mode
+//   perf allreduce bytes=<n> us=<t> busbw_GBps=<x> / perf copy bytes=<n> GBps=<x>   gpuperf
 #pragma once
 
 #include <cstdint>
@@ -40,8 +43,9 @@ struct WorkerOptions {
   std::string field;        // mismatch mode: count, dtype, redop, root, op, sendcount, senddtype
   std::string phase;        // abort mode: group or split (what is pending when the abort comes)
   int aborter = -1;         // abort mode: the rank that calls hc_comm_abort (default: the last)
-  // "sim:nvidia:0" / "sim:amd:1": the buffers live on that simulated device and every operation
-  // is ordered on a sim stream of it (hetero_comm/hc_sim.h); "" = host memory.
+  // "sim:nvidia:0" / "sim:amd:1" / "cuda:0": the buffers live on that device (a simulated one,
+  // hetero_comm/hc_sim.h, or a CUDA GPU in hc_gpu_worker) and operations are ordered on a stream
+  // of it (worker_device.h); "" = host memory.
   std::string device;
 };
 
@@ -95,6 +99,31 @@ int runDeviceSendRecv(hc_comm_t comm, const WorkerOptions& o);
 // ranks never post. Prints "posted", then "stream status=" and "result status=" (the async error)
 // once something ends the wait (a dead daemon, an abort).
 int runStreamWait(hc_comm_t comm, const WorkerOptions& o);
+
+// The GPU modes (worker_gpu_modes.cc, worker_gpu_perf.cc), for scripts/gpu-check; all need
+// --device, and run the same steps on a sim device as on a CUDA GPU.
+// The case list of gpuCases (worker_cases.h): "cases ..." and "#wrong <n>" as in matrix mode.
+int runGpu(hc_comm_t comm, const WorkerOptions& o);
+// Each rank puts about 300 ms of work on its stream, then a --count int32 allreduce behind it.
+// Wrong (each a "WRONG order:" line) if the call keeps the CPU over 50 ms, if the result is
+// visible while the long work runs (looked at after 100 ms, from outside the stream), or if the
+// stream passes the allreduce before the long work ended. Prints "order ..." (milliseconds since
+// the long work was queued: the call's own time, when the stream passed the allreduce and the
+// long work) and "#wrong <n>".
+int runGpuOrder(hc_comm_t comm, const WorkerOptions& o);
+// Rank 1 posts a --count int32 allreduce on its stream, prints "posted" and SIGKILLs itself; the
+// others post three and must see them fail (none hanging, none succeeding after a failure):
+// "op <k> status=", "result status=<first failure>", and "#wrong 0" when the failure was clean.
+// Leaves the communicator failed: the caller aborts it.
+int runGpuKill(hc_comm_t comm, const WorkerOptions& o);
+// Free device memory before, during and after 3 allreduces on two fresh buffers of --count
+// floats; wrong if it ends more than 64 MiB below the start 2 s after every rank freed them.
+// Devices that do not count their memory (sim) print "memory skipped: ..." and "#wrong 0".
+int runGpuMemory(hc_comm_t comm, const WorkerOptions& o);
+// Float sum allreduce bandwidth from 1 MiB to --count bytes (doubling, as far as every rank
+// fits), median of 5 after 2 warm-ups; then a device-to-device copy of the largest size; "#wrong"
+// counts wrong elements of the last allreduce.
+int runGpuPerf(hc_comm_t comm, const WorkerOptions& o);
 
 // Waits for a request, giving up after timeoutMs (then *req is left pending): HC_TIMEOUT.
 hc_status_t waitFor(hc_request_t* req, int timeoutMs);

@@ -1,6 +1,8 @@
 // CaseRunner: owns one rank's buffers and operators and issues each case through the public API.
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tests/integration/worker_cases.h"
 
@@ -13,63 +15,33 @@ constexpr size_t kScalarSlot = 16;
 
 }  // namespace
 
-bool parseDeviceChoice(const std::string& text, DeviceChoice* out) {
-  *out = DeviceChoice{};
-  if (text.empty()) return true;
-  const std::string nvidia = "sim:nvidia:", amd = "sim:amd:";
-  std::string index;
-  if (text.rfind(nvidia, 0) == 0) {
-    out->vendor = HC_SIM_NVIDIA;
-    index = text.substr(nvidia.size());
-  } else if (text.rfind(amd, 0) == 0) {
-    out->vendor = HC_SIM_AMD;
-    index = text.substr(amd.size());
-  } else {
-    return false;
-  }
-  if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) return false;
-  out->sim = true;
-  out->index = std::stoi(index);
-  return true;
-}
-
 CaseRunner::CaseRunner(hc_comm_t comm, int rank, int nranks, DeviceChoice device)
-    : comm_(comm), rank_(rank), nranks_(nranks), device_(device) {}
+    : comm_(comm), rank_(rank), nranks_(nranks), choice_(device) {}
 
 CaseRunner::~CaseRunner() {
   for (auto& [dtype, op] : premulOps_) (void)hc_redop_destroy(op, comm_);
   for (auto& [dtype, op] : premulBufferOps_) (void)hc_redop_destroy(op, comm_);
   (void)hc_mem_free(scalars_);
-  if (device_.sim) {
-    if (stream_ != nullptr) (void)hc_sim_stream_destroy(stream_);
-    (void)hc_sim_free(a_);
-    (void)hc_sim_free(b_);
-  } else {
-    (void)hc_mem_free(a_);
-    (void)hc_mem_free(b_);
-  }
+  if (stream_ != nullptr) device_->destroyStream(stream_);
+  // a_ and b_ go before device_ (declared after it).
 }
 
 std::string CaseRunner::allocate(uint64_t maxCount) {
   const uint64_t elems = static_cast<uint64_t>(nranks_) * maxCount + alltoallvSlack(nranks_);
   bytes_ = elems * sizeof(uint64_t) + kSlackBytes;
-  void* a = nullptr;
-  void* b = nullptr;
-  void* s = nullptr;
-  if (device_.sim) {
-    if (hc_sim_malloc(&a, bytes_, device_.vendor, device_.index) != HC_OK ||
-        hc_sim_malloc(&b, bytes_, device_.vendor, device_.index) != HC_OK ||
-        hc_sim_stream_create(&stream_, device_.vendor, device_.index) != HC_OK) {
-      return "hc_sim_malloc(" + std::to_string(bytes_) + "): " + hc_get_last_error(nullptr);
-    }
-  } else if (hc_mem_alloc(&a, bytes_) != HC_OK || hc_mem_alloc(&b, bytes_) != HC_OK) {
-    return "hc_mem_alloc(" + std::to_string(bytes_) + "): " + hc_get_last_error(nullptr);
+  if (choice_.onDevice()) {
+    DeviceStatus opened;
+    device_ = makeWorkerDevice(choice_, &opened);
+    if (device_ == nullptr) return opened.error;
+    if (DeviceStatus s = device_->createStream(&stream_); !s.ok()) return s.error;
   }
+  for (MirroredBuffer* buffer : {&a_, &b_}) {
+    if (DeviceStatus s = buffer->allocate(device_.get(), bytes_); !s.ok()) return s.error;
+  }
+  void* s = nullptr;
   if (hc_mem_alloc(&s, 4096) != HC_OK) {
     return "hc_mem_alloc(4096): " + std::string(hc_get_last_error(nullptr));
   }
-  a_ = static_cast<uint8_t*>(a);
-  b_ = static_cast<uint8_t*>(b);
   scalars_ = static_cast<uint8_t*>(s);
   userA_ = std::make_unique<uint8_t[]>(bytes_);
   userB_ = std::make_unique<uint8_t[]>(bytes_);
@@ -131,98 +103,129 @@ hc_redop_t CaseRunner::redopFor(const Case& c) {
   return HC_SUM;
 }
 
-hc_status_t CaseRunner::issue(const Case& c, const void* send, void* recv) {
-  hc_request_t req = nullptr;
-  hc_status_t rc = HC_OK;
+hc_status_t CaseRunner::post(const Case& c, const void* send, void* recv, hc_stream_t stream,
+                             std::vector<hc_request_t>* reqs) {
+  reqs->reserve(2);  // the pointers below stay valid
+  hc_request_t* req = &reqs->emplace_back(nullptr);
   const hc_redop_t op = isReduction(c.coll) ? redopFor(c) : HC_SUM;
   switch (c.coll) {
     case Coll::AllReduce:
-      rc = hc_allreduce(send, recv, c.count, c.dtype, op, comm_, stream_, &req);
-      break;
+      return hc_allreduce(send, recv, c.count, c.dtype, op, comm_, stream, req);
     case Coll::Broadcast:
-      rc = hc_broadcast(send, recv, c.count, c.dtype, c.root, comm_, stream_, &req);
-      break;
+      return hc_broadcast(send, recv, c.count, c.dtype, c.root, comm_, stream, req);
     case Coll::Reduce:
-      rc = hc_reduce(send, recv, c.count, c.dtype, op, c.root, comm_, stream_, &req);
-      break;
+      return hc_reduce(send, recv, c.count, c.dtype, op, c.root, comm_, stream, req);
     case Coll::AllGather:
-      rc = hc_allgather(send, recv, c.count, c.dtype, comm_, stream_, &req);
-      break;
+      return hc_allgather(send, recv, c.count, c.dtype, comm_, stream, req);
     case Coll::ReduceScatter:
-      rc = hc_reduce_scatter(send, recv, c.count, c.dtype, op, comm_, stream_, &req);
-      break;
+      return hc_reduce_scatter(send, recv, c.count, c.dtype, op, comm_, stream, req);
     case Coll::AllToAll:
-      rc = hc_alltoall(send, recv, c.count, c.dtype, comm_, stream_, &req);
-      break;
+      return hc_alltoall(send, recv, c.count, c.dtype, comm_, stream, req);
     case Coll::AllToAllV: {
       AllToAllVLayout l = alltoallvLayout(c, rank_, nranks_);
-      rc = hc_alltoallv(send, l.sendCounts.data(), l.sendDispls.data(), recv, l.recvCounts.data(),
-                        l.recvDispls.data(), c.dtype, comm_, stream_, &req);
-      break;
+      return hc_alltoallv(send, l.sendCounts.data(), l.sendDispls.data(), recv, l.recvCounts.data(),
+                          l.recvDispls.data(), c.dtype, comm_, stream, req);
     }
     case Coll::Gather:
-      rc = hc_gather(send, recv, c.count, c.dtype, c.root, comm_, stream_, &req);
-      break;
+      return hc_gather(send, recv, c.count, c.dtype, c.root, comm_, stream, req);
     case Coll::Scatter:
-      rc = hc_scatter(send, recv, c.count, c.dtype, c.root, comm_, stream_, &req);
-      break;
+      return hc_scatter(send, recv, c.count, c.dtype, c.root, comm_, stream, req);
     case Coll::SendRecv: {
       // Even ranks post the send first and odd ranks the receive: a group must not care.
       const int next = (rank_ + 1) % nranks_;
       const int prev = (rank_ + nranks_ - 1) % nranks_;
-      hc_request_t sendReq = nullptr;
-      if ((rc = hc_group_start()) != HC_OK) return rc;
+      hc_request_t* sendReq = &reqs->emplace_back(nullptr);
+      if (hc_status_t rc = hc_group_start(); rc != HC_OK) return rc;
       hc_status_t first, second;
       if (rank_ % 2 == 0) {
-        first = hc_send(send, c.count, c.dtype, next, comm_, stream_, &sendReq);
-        second = hc_recv(recv, c.count, c.dtype, prev, comm_, stream_, &req);
+        first = hc_send(send, c.count, c.dtype, next, comm_, stream, sendReq);
+        second = hc_recv(recv, c.count, c.dtype, prev, comm_, stream, req);
       } else {
-        first = hc_recv(recv, c.count, c.dtype, prev, comm_, stream_, &req);
-        second = hc_send(send, c.count, c.dtype, next, comm_, stream_, &sendReq);
+        first = hc_recv(recv, c.count, c.dtype, prev, comm_, stream, req);
+        second = hc_send(send, c.count, c.dtype, next, comm_, stream, sendReq);
       }
-      rc = hc_group_end();
-      if (first != HC_OK) return first;
-      if (second != HC_OK) return second;
-      if (rc != HC_OK) return rc;
-      if (hc_status_t sync = synchronizeStream(); sync != HC_OK) return sync;
-      hc_status_t sendRc = hc_wait(&sendReq);
-      hc_status_t recvRc = hc_wait(&req);
-      return sendRc != HC_OK ? sendRc : recvRc;
+      hc_status_t ended = hc_group_end();
+      return first != HC_OK ? first : second != HC_OK ? second : ended;
     }
     case Coll::Barrier:
-      rc = hc_barrier(comm_, stream_, &req);
-      break;
+      return hc_barrier(comm_, stream, req);
   }
-  if (rc != HC_OK) return rc;
-  if (hc_status_t sync = synchronizeStream(); sync != HC_OK) return sync;
-  return hc_wait(&req);
+  return HC_INVALID_ARGUMENT;
 }
 
-hc_status_t CaseRunner::synchronizeStream() {
+hc_status_t CaseRunner::synchronizeStream(std::string* error) {
   // The stream reaches the end of the operation only after the daemon set its done flag: the
   // results are in device memory when this returns, before hc_wait takes the completion.
   if (stream_ == nullptr) return HC_OK;
-  hc_status_t rc = hc_sim_stream_synchronize(stream_);
-  if (rc != HC_OK) return rc;
+  if (DeviceStatus s = device_->synchronize(stream_); !s.ok()) {
+    *error = s.error;
+    return s.status;
+  }
   hc_status_t async = HC_OK;
   if (hc_comm_get_async_error(comm_, &async) != HC_OK) return HC_INTERNAL;
   return async;
 }
 
+hc_status_t CaseRunner::moveBuffers(bool toDevice, uint64_t bytes, std::string* error) {
+  for (MirroredBuffer* buffer : {&a_, &b_}) {
+    DeviceStatus s = toDevice ? buffer->toDevice(stream_, bytes) : buffer->toHost(stream_, bytes);
+    if (!s.ok()) {
+      *error = s.error;
+      return s.status;
+    }
+  }
+  return HC_OK;
+}
+
 CaseResult CaseRunner::run(const Case& c) {
   CaseResult result;
   CaseBuffers bufs;
-  bufs.a = c.mem == Mem::User ? userA_.get() : a_;
-  bufs.b = c.mem == Mem::User ? userB_.get() : b_;
+  const bool user = c.mem == Mem::User;
+  bufs.a = user ? userA_.get() : a_.shadow();
+  bufs.b = user ? userB_.get() : b_.shadow();
   prepareCase(c, rank_, nranks_, &bufs);
+  // What the operation gets: the device addresses of what was prepared in the shadows (the same
+  // pointers on the host). User memory is host memory, never mirrored.
+  const MirroredBuffer* inA = user ? nullptr : a_.holds(bufs.send) ? &a_ : &b_;
+  const MirroredBuffer* outA = user ? nullptr : a_.holds(bufs.recv) ? &a_ : &b_;
+  const void* send = user ? bufs.send : inA->deviceAddress(bufs.send);
+  void* recv = user ? bufs.recv : outA->deviceAddress(bufs.recv);
+  const bool mirrored = stream_ != nullptr && !user;
+  const uint64_t span = std::min(caseBufferBytes(c, nranks_), bytes_);
+  hc_stream_t stream = c.nullStream ? nullptr : stream_;
+  std::string deviceError;
+  hc_status_t rc = mirrored ? moveBuffers(true, span, &deviceError) : HC_OK;
+  // An operation without a stream is submitted by the CPU at once: the copies must have landed.
+  if (rc == HC_OK && mirrored && stream == nullptr) rc = synchronizeStream(&deviceError);
   if (c.red == Red::PreMulBuffer) setBufferScalar(c.dtype, true);
-  result.status = issue(c, bufs.send, bufs.recv);
+  std::vector<hc_request_t> reqs;
+  if (rc == HC_OK) rc = post(c, send, recv, stream, &reqs);
+  // On the stream the results come back in its order, queued before anything waits; without one,
+  // only once the requests say the operation is done.
+  if (rc == HC_OK && mirrored && stream != nullptr) rc = moveBuffers(false, span, &deviceError);
+  if (stream != nullptr) {
+    // Even after a failure: nothing may still be queued when the next case reuses the buffers.
+    std::string syncError;
+    if (hc_status_t sync = synchronizeStream(&syncError); rc == HC_OK) {
+      rc = sync;
+      deviceError = syncError;
+    }
+  }
+  for (hc_request_t& req : reqs) {
+    if (req == nullptr) continue;
+    if (hc_status_t waited = hc_wait(&req); rc == HC_OK) rc = waited;
+  }
+  if (rc == HC_OK && mirrored && stream == nullptr) {
+    rc = moveBuffers(false, span, &deviceError);
+    if (rc == HC_OK) rc = synchronizeStream(&deviceError);
+  }
   if (c.red == Red::PreMulBuffer) setBufferScalar(c.dtype, false);
-  if (result.status != HC_OK) {
+  result.status = rc;
+  if (rc != HC_OK) {
     // A refusal of the library itself may be recorded for the thread rather than the comm.
     const char* text = hc_get_last_error(comm_);
     if (text == nullptr || *text == '\0') text = hc_get_last_error(nullptr);
-    result.error = text != nullptr ? text : "(null)";
+    result.error = !deviceError.empty() ? deviceError : text != nullptr ? text : "(null)";
     return result;
   }
   verifyCase(c, rank_, nranks_, bufs, &result);
