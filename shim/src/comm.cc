@@ -1,0 +1,192 @@
+// Version, unique ids and communicators: init (plain, with a config, scalable), split, finalize,
+// destroy, abort and the queries.
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "shim/src/shim.h"
+
+using hc::shim::asHc;
+using hc::shim::asNccl;
+using hc::shim::fail;
+using hc::shim::fromHc;
+
+namespace {
+
+static_assert(sizeof(ncclUniqueId) == sizeof(hc_unique_id_t), "the ids carry each other");
+
+// The first version whose ncclConfig_t callers may pass (configs arrived in NCCL 2.14).
+constexpr unsigned kFirstConfigVersion = NCCL_VERSION(2, 14, 0);
+
+// True when a caller's config of config->size bytes holds the int field at offset.
+bool has(const ncclConfig_t* config, size_t offset, size_t bytes) {
+  return config->size >= offset + bytes;
+}
+
+// Converts the fields of a caller's ncclConfig_t that hc knows (blocking, commName) into *out,
+// reading only the fields the caller's size covers, so an older, shorter struct works and a
+// newer, longer one is not misread. A NULL config takes NCCL_COMM_BLOCKING from the environment.
+ncclResult_t readConfig(const ncclConfig_t* config, hc_config_t* out) {
+  *out = HC_CONFIG_INITIALIZER;
+  int blocking = NCCL_CONFIG_UNDEF_INT;
+  if (config != nullptr) {
+    if (config->magic != NCCL_API_MAGIC ||
+        !has(config, offsetof(ncclConfig_t, blocking), sizeof(int))) {
+      return fail(ncclInvalidArgument,
+                  "ncclConfig_t was not initialized with NCCL_CONFIG_INITIALIZER (bad size or "
+                  "magic)");
+    }
+    if (config->version < kFirstConfigVersion) {
+      return fail(ncclInvalidArgument, "ncclConfig_t version " + std::to_string(config->version) +
+                                           " predates configs (2.14)");
+    }
+    blocking = config->blocking;
+    if (has(config, offsetof(ncclConfig_t, commName), sizeof(const char*))) {
+      out->comm_name = config->commName;
+    }
+  }
+  if (blocking == NCCL_CONFIG_UNDEF_INT) {
+    const char* env = std::getenv("NCCL_COMM_BLOCKING");
+    if (env != nullptr && *env != '\0') blocking = std::atoi(env) != 0 ? 1 : 0;
+  }
+  if (blocking != NCCL_CONFIG_UNDEF_INT) out->blocking = blocking != 0 ? 1 : 0;
+  return ncclSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  hc::shim::printBannerOnce();
+  if (uniqueId == nullptr) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+  if (std::getenv("NCCL_COMM_ID") != nullptr) {
+    return hc::shim::unsupported("ncclGetUniqueId with NCCL_COMM_ID set",
+                                 "a fixed root address; unset NCCL_COMM_ID");
+  }
+  hc_unique_id_t id;
+  const hc_status_t s = hc_get_unique_id(&id);
+  if (s != HC_OK) return fromHc(s, nullptr);
+  std::memcpy(uniqueId->internal, id.internal, sizeof(id.internal));
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  hc::shim::printBannerOnce();
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommInitRank: comm is NULL");
+  *comm = nullptr;
+  hc_config_t cfg;
+  const ncclResult_t r = readConfig(config, &cfg);
+  if (r != ncclSuccess) return r;
+  hc_unique_id_t id;
+  std::memcpy(id.internal, commId.internal, sizeof(id.internal));
+  hc_comm_t c = nullptr;
+  const hc_status_t s = hc_comm_init_rank_config(&c, nranks, id, rank, &cfg);
+  *comm = asNccl(c);
+  return fromHc(s, nullptr);
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config) {
+  // Every rank passes the same ids; one root daemon serves the whole job, so the first suffices.
+  if (nId < 1 || commIds == nullptr) {
+    return fail(ncclInvalidArgument, "ncclCommInitRankScalable: needs nId >= 1 unique ids");
+  }
+  return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int*) {
+  if (comm == nullptr || ndev <= 0) {
+    return fail(ncclInvalidArgument, "ncclCommInitAll: comm is NULL or ndev < 1");
+  }
+  return hc::shim::unsupported("ncclCommInitAll",
+                               "several ranks in one process (libhcclient serves one rank per "
+                               "process); start one process per rank");
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
+  return fromHc(hc_comm_finalize(asHc(comm)), comm);
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  return fromHc(hc_comm_destroy(asHc(comm)), nullptr);
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  return fromHc(hc_comm_abort(asHc(comm)), nullptr);
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
+  if (comm == nullptr || newcomm == nullptr) {
+    return fail(ncclInvalidArgument, "ncclCommSplit: comm or newcomm is NULL");
+  }
+  *newcomm = nullptr;
+  hc_config_t cfg;
+  const ncclResult_t r = readConfig(config, &cfg);
+  if (r != ncclSuccess) return r;
+  hc_comm_t c = nullptr;
+  // TODO: a NULL config must inherit the parent's (blocking included); hc takes its defaults.
+  const hc_status_t s =
+      hc_comm_split(asHc(comm), color, key, &c, config != nullptr ? &cfg : nullptr);
+  *newcomm = asNccl(c);
+  return fromHc(s, comm);
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (comm == nullptr || asyncError == nullptr) {
+    return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm or asyncError is NULL");
+  }
+  hc_status_t async = HC_OK;
+  const hc_status_t s = hc_comm_get_async_error(asHc(comm), &async);
+  if (s != HC_OK) return fromHc(s, comm);
+  *asyncError = hc::shim::toNccl(async);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommCount: comm is NULL");
+  return fromHc(hc_comm_count(asHc(comm), count), comm);
+}
+
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommCuDevice: comm is NULL");
+  return fromHc(hc_comm_device(asHc(comm), device), comm);
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommUserRank: comm is NULL");
+  return fromHc(hc_comm_user_rank(asHc(comm), rank), comm);
+}
+
+}  // extern "C"
+
+HC_NCCL_TWIN(ncclGetVersion)
+HC_NCCL_TWIN(ncclGetUniqueId)
+HC_NCCL_TWIN(ncclCommInitRankConfig)
+HC_NCCL_TWIN(ncclCommInitRank)
+HC_NCCL_TWIN(ncclCommInitRankScalable)
+HC_NCCL_TWIN(ncclCommInitAll)
+HC_NCCL_TWIN(ncclCommFinalize)
+HC_NCCL_TWIN(ncclCommDestroy)
+HC_NCCL_TWIN(ncclCommAbort)
+HC_NCCL_TWIN(ncclCommSplit)
+HC_NCCL_TWIN(ncclCommGetAsyncError)
+HC_NCCL_TWIN(ncclCommCount)
+HC_NCCL_TWIN(ncclCommCuDevice)
+HC_NCCL_TWIN(ncclCommUserRank)

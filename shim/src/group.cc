@@ -1,0 +1,101 @@
+// Groups, completion of NULL-stream operations, pre-multiplied sums and ncclMemAlloc.
+#include <vector>
+
+#include "shim/src/shim.h"
+
+using hc::shim::asHc;
+using hc::shim::fail;
+using hc::shim::fromHc;
+
+namespace {
+
+// A NULL-stream operation issued inside a group: waited for at the outermost ncclGroupEnd.
+struct Pending {
+  hc_request_t req;
+  ncclComm_t comm;
+};
+
+// Per thread, as NCCL's groups are.
+thread_local int tlsGroupDepth = 0;
+thread_local std::vector<Pending> tlsPending;
+
+}  // namespace
+
+namespace hc::shim {
+
+ncclResult_t trackOrWait(ncclComm_t comm, hc_request_t req) {
+  if (tlsGroupDepth > 0) {
+    tlsPending.push_back({req, comm});
+    return ncclSuccess;
+  }
+  return fromHc(hc_wait(&req), comm);
+}
+
+}  // namespace hc::shim
+
+extern "C" {
+
+ncclResult_t ncclGroupStart(void) {
+  const hc_status_t s = hc_group_start();
+  if (s != HC_OK) return fromHc(s, nullptr);
+  ++tlsGroupDepth;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void) {
+  if (tlsGroupDepth == 0) {
+    return fail(ncclInvalidUsage, "ncclGroupEnd without a matching ncclGroupStart");
+  }
+  const hc_status_t s = hc_group_end();
+  --tlsGroupDepth;
+  ncclResult_t result = fromHc(s, nullptr);
+  if (tlsGroupDepth > 0) return result;
+  // The outermost end submitted the group: wait for every NULL-stream operation in it, each
+  // request freed whatever the outcome, and report the group's error or the first failure.
+  std::vector<Pending> pending;
+  pending.swap(tlsPending);
+  for (Pending& p : pending) {
+    const ncclResult_t r = fromHc(hc_wait(&p.req), p.comm);
+    if (result == ncclSuccess) result = r;
+  }
+  return result;
+}
+
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                      ncclScalarResidence_t residence, ncclComm_t comm) {
+  if (op == nullptr || comm == nullptr) {
+    return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op or comm is NULL");
+  }
+  hc_dtype_t dt;
+  const ncclResult_t r = hc::shim::toHcDtype(datatype, &dt);
+  if (r != ncclSuccess) return r;
+  hc_redop_t created = HC_SUM;
+  const hc_status_t s = hc_redop_create_premul_sum(
+      &created, scalar, dt, static_cast<hc_scalar_residence_t>(static_cast<int>(residence)),
+      asHc(comm));
+  if (s != HC_OK) return fromHc(s, comm);
+  *op = static_cast<ncclRedOp_t>(static_cast<int>(created));
+  return ncclSuccess;
+}
+
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclRedOpDestroy: comm is NULL");
+  return fromHc(hc_redop_destroy(static_cast<hc_redop_t>(static_cast<int>(op)), asHc(comm)), comm);
+}
+
+// TODO: device memory where a CUDA (libnccl) or HIP (librccl) runtime is loaded (issue 18);
+// daemon-segment host memory, zero-copy, for now.
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  return fromHc(hc_mem_alloc(ptr, size), nullptr);
+}
+
+ncclResult_t ncclMemFree(void* ptr) { return fromHc(hc_mem_free(ptr), nullptr); }
+
+}  // extern "C"
+
+HC_NCCL_TWIN(ncclGroupStart)
+HC_NCCL_TWIN(ncclGroupEnd)
+HC_NCCL_TWIN(ncclRedOpCreatePreMulSum)
+HC_NCCL_TWIN(ncclRedOpDestroy)
+HC_NCCL_TWIN(ncclMemAlloc)
+HC_NCCL_TWIN(ncclMemFree)

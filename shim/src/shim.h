@@ -1,0 +1,70 @@
+// The shim's internals: NCCL's C API (nccl.h) implemented over libhcclient (hc.h).
+//
+// Every exported function is defined as ncclX and gets its profiling twin pncclX as an alias
+// (HC_NCCL_TWIN), so both names reach one body. The library is built with hidden visibility;
+// nccl.h is included here with default visibility, so exactly the declared API is exported, and
+// the version script keeps only nccl* and pnccl* global.
+#pragma once
+
+#include <string>
+
+#include "hetero_comm/hc.h"
+
+#pragma GCC visibility push(default)
+#include "nccl.h"
+#pragma GCC visibility pop
+
+// pnccl##name: the same function under its profiling name.
+#define HC_NCCL_TWIN(name) extern "C" __attribute__((alias(#name))) decltype(name) p##name;
+
+namespace hc::shim {
+
+// ---- status (status.cc) ----
+// The one table from hc_status_t to ncclResult_t.
+ncclResult_t toNccl(hc_status_t status);
+// Maps status; on failure records hc's message for comm (NULL: this thread's last call) as
+// ncclGetLastError's text and logs it at NCCL_DEBUG=WARN.
+ncclResult_t fromHc(hc_status_t status, ncclComm_t comm);
+// Records text (prefixed with what) as this thread's last error and returns result.
+ncclResult_t fail(ncclResult_t result, const std::string& text);
+// For functions the shim exports but does not implement yet: ncclInvalidUsage with a text that
+// names the function and what is missing.
+ncclResult_t unsupported(const char* function, const char* missing);
+// ncclGetLastError's text: this thread's last failure.
+const char* tlsLastErrorText();
+
+// ---- arguments ----
+inline hc_comm_t asHc(ncclComm_t comm) { return reinterpret_cast<hc_comm_t>(comm); }
+inline ncclComm_t asNccl(hc_comm_t comm) { return reinterpret_cast<ncclComm_t>(comm); }
+// ncclSuccess with *out set, or ncclInvalidArgument with a message for a dtype out of range.
+ncclResult_t toHcDtype(ncclDataType_t dtype, hc_dtype_t* out);
+
+// ---- completion (group.cc) ----
+// Submits one operation. With a stream, hc orders it on the stream and the call returns once it
+// is submitted. With the NULL stream the operation completes before the call returns, or, inside
+// a group, before the outermost ncclGroupEnd returns (hc's host path has no stream to wait on).
+// TODO: NULL must mean the legacy default stream where a GPU runtime is loaded, and host buffers
+// on a stream must be stream ordered (issue 18); this is the host-only behaviour.
+template <class Submit>
+ncclResult_t issue(ncclComm_t comm, hcNcclStream_t stream, Submit&& submit);
+ncclResult_t trackOrWait(ncclComm_t comm, hc_request_t req);
+
+template <class Submit>
+ncclResult_t issue(ncclComm_t comm, hcNcclStream_t stream, Submit&& submit) {
+  if (stream != nullptr) return fromHc(submit(static_cast<hc_request_t*>(nullptr)), comm);
+  hc_request_t req = nullptr;
+  hc_status_t s = submit(&req);
+  if (s != HC_OK) return fromHc(s, comm);
+  return trackOrWait(comm, req);
+}
+
+// ---- environment and debug output (env.cc) ----
+enum class DebugLevel { None, Version, Warn, Info, Trace };
+DebugLevel debugLevel();
+// Prints the NCCL_DEBUG=VERSION banner once per process (from the first init).
+void printBannerOnce();
+void rereadDebugEnv();
+// The file name of this library ("libnccl.so.2" or "librccl.so.1"), set per library.
+const char* libraryName();
+
+}  // namespace hc::shim

@@ -1,0 +1,38 @@
+/* hc_shim_check: one rank of a job written against NCCL's C API only (the shim's nccl.h, or
+ * rccl/rccl.h when built for librccl.so.1), with shared helpers for its cases. */
+#ifndef HC_TESTS_INTEGRATION_SHIM_SHIM_CHECK_H_
+#define HC_TESTS_INTEGRATION_SHIM_SHIM_CHECK_H_
+
+#include <stddef.h>
+
+#if defined(HC_SHIM_CHECK_RCCL)
+#include <rccl/rccl.h>
+#else
+#include <nccl.h>
+#endif
+
+typedef struct {
+  int rank;
+  int nranks;
+  ncclComm_t comm;
+  int wrong; /* cases whose result differed, or whose call failed */
+} Check;
+
+/* Reports a failed call (its result and ncclGetLastError) and counts it; returns r == ok. */
+int expectResult(Check* c, const char* what, ncclResult_t r, ncclResult_t want);
+#define CHECK_OK(c, what, call) expectResult((c), (what), (call), ncclSuccess)
+
+size_t dtypeSize(ncclDataType_t t);
+void putValue(void* buf, ncclDataType_t t, size_t i, double v);
+double getValue(const void* buf, ncclDataType_t t, size_t i);
+/* Compares count elements of buf with want(i); prints the first difference and counts it. */
+void expectValues(Check* c, const char* what, const void* buf, ncclDataType_t t, size_t count,
+                  double (*want)(size_t i, const void* ctx), const void* ctx);
+
+/* The cases, each in its own file. */
+void runCollectiveGrid(Check* c, int quick);
+void runGroupsAndP2p(Check* c);
+void runSplit(Check* c);
+void runBadArguments(Check* c);
+
+#endif /* HC_TESTS_INTEGRATION_SHIM_SHIM_CHECK_H_ */
