@@ -60,8 +60,7 @@ bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const
 Proof computeProgressProof(const ClusterToken& token, const Nonce& nonce, uint64_t identity,
                            const std::string& key);
 bool verifyProgressProof(const ClusterToken& token, const Nonce& nonce, uint64_t identity,
-                         const std::string& key,
-                         std::span<const uint8_t> proof);
+                         const std::string& key, std::span<const uint8_t> proof);
 
 // The root's outstanding nonces. Each is accepted once, within its time to live. Thread-safe.
 class NonceBook {

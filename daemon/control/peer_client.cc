@@ -132,12 +132,13 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
 
   void onJoin(const grpc::Status& status) {
     if (!status.ok()) return finish(fromGrpcStatus(status, "Peer.Join at " + root_));
-    const uint32_t rootVersion = joinResponse_.wire_version() == 0 ? 1 : joinResponse_.wire_version();
+    const uint32_t rootVersion =
+        joinResponse_.wire_version() == 0 ? 1 : joinResponse_.wire_version();
     if (rootVersion != request_.wireVersion) {
-      return finish(Status(Code::InvalidArgument,
-                           "Peer.Join at " + root_ + ": " +
-                               wireVersionMismatch("the root daemon", rootVersion,
-                                                   request_.wireVersion)));
+      return finish(
+          Status(Code::InvalidArgument,
+                 "Peer.Join at " + root_ + ": " +
+                     wireVersionMismatch("the root daemon", rootVersion, request_.wireVersion)));
     }
     Result<RankTable> table = fromProto(joinResponse_.table());
     if (!table.isOk()) {

@@ -74,7 +74,8 @@ DaemonMetrics::DaemonMetrics(BuildInfo build)
       {build.version, build.cuda ? "true" : "false", build.rocm ? "true" : "false", build.ucx}, 1);
   // Present from the start: "no clients" is a reading, not a missing series.
   clients_.set({}, 0);
-  for (const char* reason : {"stale", "unknown", "over_limit"}) unexpectedMessages_.add({reason}, 0);
+  for (const char* reason : {"stale", "unknown", "over_limit"})
+    unexpectedMessages_.add({reason}, 0);
 }
 
 void DaemonMetrics::collectiveFinished(std::string_view op, std::string_view dtype,

@@ -70,7 +70,8 @@ constexpr Tag kMatchCommSeq{~0ull, ~0ull, 0};
 constexpr Tag kMatchAll{~0ull, ~0ull, ~0u};
 
 constexpr bool tagMatches(const Tag& tag, const Tag& pattern, const Tag& mask) {
-  return ((tag.comm ^ pattern.comm) & mask.comm) == 0 && ((tag.seq ^ pattern.seq) & mask.seq) == 0 &&
+  return ((tag.comm ^ pattern.comm) & mask.comm) == 0 &&
+         ((tag.seq ^ pattern.seq) & mask.seq) == 0 &&
          ((tag.chunk ^ pattern.chunk) & mask.chunk) == 0;
 }
 
@@ -147,16 +148,15 @@ class Transport {
   // connected; InvalidArgument for a kind this backend does not move.
   [[nodiscard]] virtual Result<RequestId> postSend(PeerId peer, Tag tag, const void* buf,
                                                    size_t bytes, MemoryKind kind) = 0;
-  [[nodiscard]] Result<RequestId> postSend(PeerId peer, Tag tag, const void* buf,
-                                           size_t bytes) {
+  [[nodiscard]] Result<RequestId> postSend(PeerId peer, Tag tag, const void* buf, size_t bytes) {
     return postSend(peer, tag, buf, bytes, MemoryKind::Host);
   }
   // Non-blocking. Lends [buf, buf + bytes), memory of `kind`, until test() reports the receive
   // final. A message shorter than the buffer fills its front (test() gives its length); a longer
   // one fails the receive with TransportError and leaves the buffer's contents undefined: never
   // a silent truncation.
-  [[nodiscard]] virtual Result<RequestId> postRecv(PeerId peer, Tag tag, void* buf,
-                                                   size_t bytes, MemoryKind kind) = 0;
+  [[nodiscard]] virtual Result<RequestId> postRecv(PeerId peer, Tag tag, void* buf, size_t bytes,
+                                                   MemoryKind kind) = 0;
   [[nodiscard]] Result<RequestId> postRecv(PeerId peer, Tag tag, void* buf, size_t bytes) {
     return postRecv(peer, tag, buf, bytes, MemoryKind::Host);
   }
@@ -186,8 +186,7 @@ class Transport {
   // Drops messages that arrived with no receive posted and whose tag matches `tag` on the bits
   // of `mask` (e.g. kMatchComm for everything of one communicator). Returns how many.
   size_t discardUnexpected(const Tag& tag, const Tag& mask) {
-    return dropUnexpected(
-        [&](const UnexpectedMessage& m) { return tagMatches(m.tag, tag, mask); });
+    return dropUnexpected([&](const UnexpectedMessage& m) { return tagMatches(m.tag, tag, mask); });
   }
 
   // Readable when progress() would find something to do; progress() consumes the readiness.

@@ -55,5 +55,4 @@ size_t CommIdentities::live() const {
   return live_.size();
 }
 
-
 }  // namespace hc::coll::net

@@ -64,7 +64,8 @@ class Mailbox {
 class ProgressLoop {
  public:
   ProgressLoop(std::unique_ptr<transport::Transport> transport, const NetExecutorOptions& options,
-               Mailbox& mailbox, UniqueFd epollFd, std::shared_ptr<const CommIdentities> identities);
+               Mailbox& mailbox, UniqueFd epollFd,
+               std::shared_ptr<const CommIdentities> identities);
   ProgressLoop(const ProgressLoop&) = delete;
   ProgressLoop& operator=(const ProgressLoop&) = delete;
 

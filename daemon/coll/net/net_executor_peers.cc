@@ -1,10 +1,10 @@
 // ProgressLoop: peers, their failures, and the heartbeats that find the silent ones.
 //
 // The heartbeat protocol. Every heartbeat is one 8-byte message (the sender's count of heartbeats
-// sent to that peer, for debugging) with the tag makeTag(kHeartbeatIdentity, 0, 0). One tag suffices:
-// the transport matches a peer's messages with one tag in order, so each heartbeat lands in the
-// next receive we post. Heartbeats from a peer we never connected to (or stopped listening to)
-// would wait unmatched forever; every heartbeat interval they are discarded.
+// sent to that peer, for debugging) with the tag makeTag(kHeartbeatIdentity, 0, 0). One tag
+// suffices: the transport matches a peer's messages with one tag in order, so each heartbeat lands
+// in the next receive we post. Heartbeats from a peer we never connected to (or stopped listening
+// to) would wait unmatched forever; every heartbeat interval they are discarded.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -218,11 +218,10 @@ bool ProgressLoop::sweepUnexpected(Clock::time_point now) {
                                {"over_limit", overLimit}}) {
     if (count == 0) continue;
     spdlog::warn("net executor: dropped {} message(s) unread: {}", count,
-                 std::string_view(reason) == "stale"
-                     ? "their communicator is gone here"
-                     : std::string_view(reason) == "unknown"
-                           ? "no communicator here took their identity in time"
-                           : "too many held for communicators not formed here yet");
+                 std::string_view(reason) == "stale" ? "their communicator is gone here"
+                 : std::string_view(reason) == "unknown"
+                     ? "no communicator here took their identity in time"
+                     : "too many held for communicators not formed here yet");
     if (options_.onDropped) options_.onDropped(reason, count);
   }
   return !held.empty();

@@ -122,10 +122,10 @@ struct NetOpSpec {
   transport::Transport* transport = nullptr;  // borrowed: the owner drives it and outlives the op
   std::vector<transport::PeerId> peers;       // peers[i] reaches node i; peers[self] is unused
   uint32_t self = 0;                          // this node's number
-  uint64_t comm = 0;  // the communicator's identity (transport.h, Tag)
-  uint64_t seq = 0;   // names the op within the communicator (the owner's layout)
-  uint8_t dtype = 0;  // ncclDataType_t value
-  uint8_t redop = 0;  // ipc::RedOp value; reductions only
+  uint64_t comm = 0;                          // the communicator's identity (transport.h, Tag)
+  uint64_t seq = 0;           // names the op within the communicator (the owner's layout)
+  uint8_t dtype = 0;          // ncclDataType_t value
+  uint8_t redop = 0;          // ipc::RedOp value; reductions only
   uint64_t finalDivisor = 0;  // Avg only: ranks in the communicator (>= 1)
   uint32_t root = 0;   // Broadcast/Reduce/Gather/Scatter root; Send: destination; Recv: source
   uint64_t count = 0;  // AllReduce, Broadcast, Reduce, Send, Recv

@@ -110,8 +110,8 @@ class SlowOnDeviceMemory final : public transport::Transport {
     if (kind != MemoryKind::Host) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return inner_.postSend(p, tag, buf, bytes, kind);
   }
-  Result<transport::RequestId> postRecv(transport::PeerId p, transport::Tag tag, void* buf, size_t bytes,
-                                        MemoryKind kind) override {
+  Result<transport::RequestId> postRecv(transport::PeerId p, transport::Tag tag, void* buf,
+                                        size_t bytes, MemoryKind kind) override {
     if (kind != MemoryKind::Host) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return inner_.postRecv(p, tag, buf, bytes, kind);
   }
