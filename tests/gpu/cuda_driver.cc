@@ -6,57 +6,21 @@
 #include <vector>
 
 namespace hc::gpuprobe {
-namespace {
-
-// Names of the results a probe meets most, for when the driver cannot name them (the toolkit's
-// stub answers cuGetErrorName itself with CUDA_ERROR_STUB_LIBRARY).
-const char* knownErrorName(CUresult result) {
-  switch (result) {
-    case CUDA_ERROR_INVALID_VALUE:
-      return "CUDA_ERROR_INVALID_VALUE";
-    case CUDA_ERROR_OUT_OF_MEMORY:
-      return "CUDA_ERROR_OUT_OF_MEMORY";
-    case CUDA_ERROR_NOT_INITIALIZED:
-      return "CUDA_ERROR_NOT_INITIALIZED";
-    case CUDA_ERROR_STUB_LIBRARY:
-      return "CUDA_ERROR_STUB_LIBRARY";
-    case CUDA_ERROR_NO_DEVICE:
-      return "CUDA_ERROR_NO_DEVICE";
-    case CUDA_ERROR_INVALID_DEVICE:
-      return "CUDA_ERROR_INVALID_DEVICE";
-    case CUDA_ERROR_OPERATING_SYSTEM:
-      return "CUDA_ERROR_OPERATING_SYSTEM";
-    case CUDA_ERROR_NOT_READY:
-      return "CUDA_ERROR_NOT_READY";
-    case CUDA_ERROR_NOT_PERMITTED:
-      return "CUDA_ERROR_NOT_PERMITTED";
-    case CUDA_ERROR_NOT_SUPPORTED:
-      return "CUDA_ERROR_NOT_SUPPORTED";
-    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
-      return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
-    default:
-      return nullptr;
-  }
-}
-
-}  // namespace
 
 std::string CudaDriver::load(const std::string& library, bool* noDriver) {
   *noDriver = false;
   // RTLD_LOCAL: the driver's symbols serve this table only.
-  handle_ = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle_ == nullptr) {
+  void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
     *noDriver = true;
     const char* why = ::dlerror();
     return why != nullptr ? why : "cannot load " + library;
   }
-  getProcAddress_ =
-      reinterpret_cast<decltype(&cuGetProcAddress_v2)>(::dlsym(handle_, "cuGetProcAddress_v2"));
-  resolvedByProcAddress_ = getProcAddress_ != nullptr;
+  resolver_ = CudaEntryResolver(handle);
 #define HC_PROBE_RESOLVE_ENTRY(member, name, symbol, version)   \
   {                                                             \
-    void* slot = nullptr;                                       \
-    if (!resolve(&slot, name, #symbol, version)) {              \
+    void* slot = resolver_.resolve(name, #symbol, version);     \
+    if (slot == nullptr) {                                      \
       return library + " has no " name " (" #symbol             \
                        "): the driver is older than the probe " \
                        "needs";                                 \
@@ -68,27 +32,10 @@ std::string CudaDriver::load(const std::string& library, bool* noDriver) {
   return "";
 }
 
-bool CudaDriver::resolve(void** slot, const char* name, const char* symbol, int version) {
-  if (getProcAddress_ != nullptr) {
-    void* fn = nullptr;
-    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    if (getProcAddress_(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) == CUDA_SUCCESS &&
-        found == CU_GET_PROC_ADDRESS_SUCCESS && fn != nullptr) {
-      *slot = fn;
-      return true;
-    }
-  }
-  // Drivers before 12.0 lack cuGetProcAddress_v2, and the toolkit's stub refuses it: the
-  // versioned symbol has the signature cuda.h declares.
-  resolvedByProcAddress_ = false;
-  *slot = ::dlsym(handle_, symbol);
-  return *slot != nullptr;
-}
-
 std::string CudaDriver::describe(CUresult result, const char* call) const {
   const char* name = nullptr;
   if (getErrorName.fn == nullptr || getErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
-  if (name == nullptr) name = knownErrorName(result);
+  if (name == nullptr) name = device::knownCudaResultName(result);
   std::string text =
       std::string(call) + ": " + (name != nullptr ? name : "CUresult " + std::to_string(result));
   const char* words = nullptr;

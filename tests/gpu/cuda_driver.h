@@ -2,9 +2,8 @@
 // libcuda.so.1 (the probe links neither libcuda nor libcudart, so it runs where no driver is and
 // says so), and the CUDA side of one probe process. cuda.h is included for types and signatures.
 //
-// The table follows daemon/device/cuda/cuda_api.h, which the probe may not include: each entry
-// comes from cuGetProcAddress_v2 at the CUDA version that introduced the signature cuda.h
-// declares (drivers since 12.0), else from dlsym of the versioned symbol.
+// Its own table of the entry points it needs, filled the way the daemon fills its own
+// (daemon/device/cuda/cuda_entry.h, header only: the probe does not link the daemon's backend).
 #pragma once
 
 #include <cuda.h>
@@ -14,19 +13,13 @@
 #include <string>
 #include <utility>
 
+#include "daemon/device/cuda/cuda_entry.h"
 #include "tests/gpu/probe.h"
 
 namespace hc::gpuprobe {
 
-// One driver entry point and the name it has in messages; called like the function itself.
-template <typename Fn>
-struct DriverEntry;
-template <typename R, typename... Args>
-struct DriverEntry<R (*)(Args...)> {
-  R (*fn)(Args...) = nullptr;
-  const char* name = "";
-  R operator()(Args... args) const { return fn(args...); }
-};
+using device::CudaEntryResolver;
+using device::DriverEntry;
 
 // member, the name cuGetProcAddress knows, the versioned symbol cuda.h declares, and the CUDA
 // version that introduced that signature.
@@ -80,7 +73,7 @@ class CudaDriver {
   // why not; *noDriver is set when the library itself could not be loaded.
   std::string load(const std::string& library, bool* noDriver);
   // "getproc" when every entry came from cuGetProcAddress_v2, "dlsym" when any did not.
-  const char* resolvedBy() const { return resolvedByProcAddress_ ? "getproc" : "dlsym"; }
+  const char* resolvedBy() const { return resolver_.byProcAddress() ? "getproc" : "dlsym"; }
   // "cuMemCreate: CUDA_ERROR_NOT_SUPPORTED (operation not supported)"
   std::string describe(CUresult result, const char* call) const;
 
@@ -90,13 +83,9 @@ class CudaDriver {
 #undef HC_PROBE_DECLARE_ENTRY
 
  private:
-  bool resolve(void** slot, const char* name, const char* symbol, int version);
-
-  // From dlopen; never closed: once cuInit ran, the driver's own threads use the library until
-  // the process exits.
-  void* handle_ = nullptr;
-  bool resolvedByProcAddress_ = false;
-  decltype(&cuGetProcAddress_v2) getProcAddress_ = nullptr;
+  // Over the dlopened library, never closed: once cuInit ran, the driver's own threads use the
+  // library until the process exits.
+  CudaEntryResolver resolver_;
 };
 
 // The CUDA side of one probe process: the driver loaded and initialised, and, for the primitives,

@@ -11,19 +11,9 @@
 #include <string>
 
 #include "common/status.h"
+#include "daemon/device/cuda/cuda_entry.h"
 
 namespace hc::device {
-
-// One driver entry point: the function and the name it is known by in messages. Called like the
-// function itself.
-template <typename Fn>
-struct DriverEntry;
-template <typename R, typename... Args>
-struct DriverEntry<R (*)(Args...)> {
-  R (*fn)(Args...) = nullptr;
-  const char* name = "";
-  R operator()(Args... args) const { return fn(args...); }
-};
 
 // Each entry point: member, the name cuGetProcAddress knows (no version suffix), the versioned
 // symbol whose signature cuda.h declares (dlsym falls back to it), and the CUDA version that
@@ -94,7 +84,7 @@ class CudaDriver {
 
   const std::string& library() const { return library_; }
   // true when every entry point came from cuGetProcAddress_v2, false when any came from dlsym.
-  bool resolvedByProcAddress() const { return resolvedByProcAddress_; }
+  bool resolvedByProcAddress() const { return resolver_.byProcAddress(); }
 
   // "CUDA_ERROR_INVALID_VALUE", from the driver when it can say, else from a built-in table.
   std::string errorName(CUresult result) const;
@@ -112,16 +102,13 @@ class CudaDriver {
 #undef HC_CUDA_DECLARE_ENTRY
 
  private:
-  CudaDriver(std::string library, void* handle) : library_(std::move(library)), handle_(handle) {}
-  // Finds one entry point; false when the driver has neither form of it.
-  bool resolve(void** slot, const char* name, const char* symbol, int version);
+  CudaDriver(std::string library, void* handle)
+      : library_(std::move(library)), handle_(handle), resolver_(handle) {}
 
   std::string library_;
   void* handle_;  // from dlopen
   bool keepLoaded_ = false;
-  bool resolvedByProcAddress_ = false;
-  // cuGetProcAddress_v2, when the driver exports it.
-  decltype(&cuGetProcAddress_v2) getProcAddress_ = nullptr;
+  CudaEntryResolver resolver_;
 };
 
 // Returns the call's Status from the enclosing function when a driver call fails:
