@@ -1,0 +1,34 @@
+"""hetero-comm for PyTorch: the c10d backend "hetero" over the node's hetero-commd.
+
+    import hetero_comm.torch          # registers the backend
+    torch.distributed.init_process_group("hetero", ...)
+
+CPU tensors only; GPU jobs keep PyTorch's NCCL backend and load hetero-comm's libnccl.so.2.
+"""
+import torch as _torch  # the extension links libtorch: load it first
+
+from hetero_comm import _C
+
+__all__ = ["empty", "staged_bytes", "memory_path"]
+
+
+def empty(*size, dtype=_torch.float32):
+    """An uninitialised CPU tensor in the daemon's shared memory, which collectives read and
+    write in place (no staging copy). size as for torch.empty: ints or one tuple."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list, _torch.Size)):
+        size = tuple(size[0])
+    numel = 1
+    for n in size:
+        numel *= int(n)
+    return _C.empty(numel, dtype).view(size)
+
+
+def staged_bytes():
+    """Bytes this process has handed to hetero-commd from memory not made by empty(): the
+    client copies those through its staging area."""
+    return _C.staged_bytes()
+
+
+def memory_path():
+    """How host memory not made by empty() reaches the daemon (libhcclient's words)."""
+    return _C.memory_path()
