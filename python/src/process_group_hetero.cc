@@ -11,7 +11,7 @@
 namespace hc::torchext {
 namespace {
 
-constexpr const char* kUniqueIdKey = "hetero/unique_id";
+constexpr const char* kUniqueIdKey = "hetero/unique_ids";
 // How often a rank at most writes its posted-operation count to the store; a timed-out rank
 // reads the others' counts to name who has not posted.
 constexpr auto kPublishInterval = std::chrono::seconds(1);
@@ -37,32 +37,41 @@ ProcessGroupHetero::ProcessGroupHetero(const c10::intrusive_ptr<c10d::Store>& st
                                        int size, std::chrono::milliseconds timeout)
     : c10d::ProcessGroup(rank, size), store_(store), timeout_(timeout) {
   bootstrap(timeout);
-  completion_ = std::thread([this] { completionLoop(); });
+  for (Lane& lane : lanes_) lane.completion = std::thread([this, &lane] { completionLoop(lane); });
   watchdog_ = std::thread([this] { watchdogLoop(); });
   init();
 }
 
 void ProcessGroupHetero::bootstrap(std::chrono::milliseconds timeout) {
-  hc_unique_id_t id{};
+  hc_unique_id_t ids[kLanes]{};
   if (rank_ == 0) {
-    const hc_status_t st = hc_get_unique_id(&id);
-    TORCH_CHECK(st == HC_OK, "hetero: cannot reach hetero-commd for a unique id: ",
-                lastError(st, nullptr),
-                " (is the daemon running? HC_SOCKET names its socket)");
-    const auto* p = reinterpret_cast<const uint8_t*>(&id);
-    store_->set(kUniqueIdKey, std::vector<uint8_t>(p, p + sizeof id));
+    for (auto& id : ids) {
+      const hc_status_t st = hc_get_unique_id(&id);
+      TORCH_CHECK(st == HC_OK, "hetero: cannot reach hetero-commd for a unique id: ",
+                  lastError(st, nullptr),
+                  " (is the daemon running? HC_SOCKET names its socket)");
+    }
+    const auto* p = reinterpret_cast<const uint8_t*>(ids);
+    store_->set(kUniqueIdKey, std::vector<uint8_t>(p, p + sizeof ids));
   } else {
     const std::vector<uint8_t> bytes = store_->get(kUniqueIdKey);
-    TORCH_CHECK(bytes.size() == sizeof id, "hetero: the store holds a unique id of ",
-                bytes.size(), " bytes, not ", sizeof id);
-    std::memcpy(&id, bytes.data(), sizeof id);
+    TORCH_CHECK(bytes.size() == sizeof ids, "hetero: the store holds unique ids of ",
+                bytes.size(), " bytes, not ", sizeof ids);
+    std::memcpy(ids, bytes.data(), sizeof ids);
   }
-  hc_config_t config = HC_CONFIG_INITIALIZER;
-  config.blocking = 1;
-  config.timeout_ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
-  const hc_status_t st = hc_comm_init_rank_config(&comm_, size_, id, rank_, &config);
-  TORCH_CHECK(st == HC_OK, "hetero: rank ", rank_, " of ", size_,
-              " could not join its communicator: ", lastError(st, nullptr));
+  // Every rank joins the lanes in one order, so blocking joins cannot wait on each other.
+  for (int i = 0; i < kLanes; ++i) {
+    hc_config_t config = HC_CONFIG_INITIALIZER;
+    config.blocking = 1;
+    config.timeout_ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
+    const hc_status_t st = hc_comm_init_rank_config(&lanes_[i].comm, size_, ids[i], rank_, &config);
+    if (st != HC_OK) {
+      const std::string why = lastError(st, nullptr);
+      for (int j = 0; j < i; ++j) (void)hc_comm_abort(lanes_[j].comm);
+      TORCH_CHECK(false, "hetero: rank ", rank_, " of ", size_,
+                  " could not join its communicator: ", why);
+    }
+  }
 }
 
 ProcessGroupHetero::~ProcessGroupHetero() {
@@ -73,16 +82,20 @@ ProcessGroupHetero::~ProcessGroupHetero() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
-  queued_.notify_all();
-  // The completion thread drains what is pending first; the watchdog bounds how long that takes.
-  if (completion_.joinable()) completion_.join();
+  // The completion threads drain what is pending first; the watchdog bounds how long that takes.
+  for (Lane& lane : lanes_) {
+    lane.queued.notify_all();
+    if (lane.completion.joinable()) lane.completion.join();
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     watchdogStop_ = true;
   }
   watchdogWake_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
-  if (!aborted_ && comm_ != nullptr) (void)hc_comm_destroy(comm_);
+  if (!aborted_) {
+    for (Lane& lane : lanes_) (void)hc_comm_destroy(lane.comm);
+  }
   if (saved != nullptr) PyEval_RestoreThread(saved);
 }
 
@@ -93,7 +106,7 @@ void ProcessGroupHetero::check(hc_status_t st, const char* name, hc_comm_t comm)
 c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::run(const char* name, c10d::OpType type,
                                                        std::chrono::milliseconds timeout,
                                                        std::vector<at::Tensor> outputs,
-                                                       const Body& body) {
+                                                       const Body& body, LaneId laneId) {
   std::shared_lock<std::shared_timed_mutex> issuing(issueMutex_);
   if (aborted_) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -103,28 +116,30 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::run(const char* name, c10d::O
   auto work = c10::make_intrusive<WorkHetero>(rank_, type, name, std::move(outputs),
                                               std::chrono::steady_clock::now() + limit);
   work->limit = limit;
-  Issue issue{comm_, *work};
+  Lane& lane = lanes_[laneId];
+  Issue issue{lane.comm, *work};
   body(issue);
   bool wakeWatchdog = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     work->setSeq(nextSeq_++);
-    pending_.push_back(work);
+    if (laneId == kCollectives) work->collective = ++collectivesPosted_;
+    lane.pending.push_back(work);
     wakeWatchdog = work->deadline() < watchdogUntil_;
   }
-  queued_.notify_one();
+  lane.queued.notify_one();
   if (wakeWatchdog) watchdogWake_.notify_one();
   return work;
 }
 
-void ProcessGroupHetero::completionLoop() {
+void ProcessGroupHetero::completionLoop(Lane& lane) {
   for (;;) {
     c10::intrusive_ptr<WorkHetero> work;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      queued_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
-      if (pending_.empty()) return;
-      work = pending_.front();
+      lane.queued.wait(lock, [&] { return stopping_ || !lane.pending.empty(); });
+      if (lane.pending.empty()) return;
+      work = lane.pending.front();
     }
     hc_status_t first = HC_OK;
     std::string text;
@@ -139,7 +154,7 @@ void ProcessGroupHetero::completionLoop() {
     std::string abortText;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      pending_.pop_front();
+      lane.pending.pop_front();
       abortText = abortText_;
     }
     if (first == HC_OK) {
@@ -170,7 +185,7 @@ void ProcessGroupHetero::abortWith(const std::string& text) {
   // thread blocked inside the library (waiting for an earlier operation's buffer) is woken by the
   // abort itself, so the abort goes ahead when the lock does not come.
   const bool locked = issueMutex_.try_lock_for(kAbortLockWait);
-  (void)hc_comm_abort(comm_);
+  for (Lane& lane : lanes_) (void)hc_comm_abort(lane.comm);
   if (locked) issueMutex_.unlock();
 }
 
@@ -178,7 +193,7 @@ void ProcessGroupHetero::watchdogLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!watchdogStop_) {
     const auto now = std::chrono::steady_clock::now();
-    const uint64_t posted = nextSeq_ - 1;
+    const uint64_t posted = collectivesPosted_;
     if (posted != published_ && now - lastPublish_ >= kPublishInterval) {
       published_ = posted;
       lastPublish_ = now;
@@ -190,20 +205,26 @@ void ProcessGroupHetero::watchdogLoop() {
     const WorkHetero* late = nullptr;
     auto until = now + std::chrono::hours(1);
     if (!aborted_) {
-      for (const auto& w : pending_) {
-        if (w->deadline() <= now && late == nullptr) late = w.get();
-        until = std::min(until, w->deadline());
+      for (const Lane& lane : lanes_) {
+        for (const auto& w : lane.pending) {
+          if (w->deadline() <= now && late == nullptr) late = w.get();
+          until = std::min(until, w->deadline());
+        }
       }
     }
     if (late != nullptr) {
       const uint64_t seq = late->seq();
       const std::string name = late->name();
       const auto limit = late->limit;
+      const uint64_t collective = late->collective;
+      const int peer = late->peer;
       lock.unlock();
       std::string text = "hetero: " + name + " (op " + std::to_string(seq) +
                          " of this group, rank " + std::to_string(rank_) + ") timed out after " +
                          std::to_string(limit.count()) + " ms";
-      text += missingRanks(seq);
+      text += peer >= 0 ? std::string(": rank ") + std::to_string(peer) +
+                              " has not run the matching transfer"
+                        : missingRanks(collective);
       abortWith(text + "; the process group is aborted: later operations fail at once");
       lock.lock();
       continue;
@@ -225,7 +246,14 @@ void ProcessGroupHetero::publishProgress(uint64_t posted) {
 }
 
 std::string ProcessGroupHetero::missingRanks(uint64_t seq) {
-  publishProgress(seq);
+  uint64_t posted = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    posted = collectivesPosted_;
+    published_ = posted;
+    lastPublish_ = std::chrono::steady_clock::now();
+  }
+  publishProgress(posted);
   std::vector<int> missing;
   try {
     for (int r = 0; r < size_; ++r) {

@@ -1,8 +1,15 @@
 // ProcessGroupHetero: torch.distributed's backend "hetero" over hetero-commd (CPU tensors).
 //
-// One hc communicator per group, bootstrapped by rank 0's hc unique id through the group's c10d
-// Store. Every operation is issued to libhcclient at once (non-blocking) and completed by one
-// completion thread that waits for the requests in issue order; a watchdog thread fails an
+// Three hc communicators per group ("lanes"), bootstrapped by rank 0's hc unique ids through the
+// group's c10d Store: one for the collectives, and two for send and recv, by direction (transfers
+// to a higher rank on one, to a lower rank on the other). hc runs the operations of a
+// communicator in issue order on each rank; torch's isend/irecv promise no order between
+// operations, so two ranks that each post an isend to the other before the irecv would wait on
+// each other forever on one communicator. By direction, an exchange between neighbours (ring and
+// pipeline schedules, batch_isend_irecv) always finds its partner, and transfers never wait for
+// collectives. Every operation is issued to libhcclient at once (non-blocking) and completed by
+// its lane's completion thread, which waits for the lane's requests in issue order (hc's own
+// completion order on that communicator); a watchdog thread fails an
 // operation that outlives its timeout, names the ranks that have not posted it (each rank
 // reports how many operations it has posted through the store), and aborts the communicator as
 // ProcessGroupNCCL's async error handling does, so every later operation raises at once.
@@ -75,6 +82,14 @@ class ProcessGroupHetero : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
  private:
+  enum LaneId { kCollectives = 0, kToHigher = 1, kToLower = 2, kLanes = 3 };
+  struct Lane {
+    hc_comm_t comm = nullptr;
+    std::deque<c10::intrusive_ptr<WorkHetero>> pending;  // issued, not complete, in order
+    std::condition_variable queued;
+    std::thread completion;
+  };
+
   // What an operation's body gets: the communicator to issue on and the work to fill.
   struct Issue {
     hc_comm_t comm;
@@ -87,12 +102,15 @@ class ProcessGroupHetero : public c10d::ProcessGroup {
   // thread. Raises at once when the group is aborted or the body's hc call fails.
   c10::intrusive_ptr<c10d::Work> run(const char* name, c10d::OpType type,
                                      std::chrono::milliseconds timeout,
-                                     std::vector<at::Tensor> outputs, const Body& body);
+                                     std::vector<at::Tensor> outputs, const Body& body,
+                                     LaneId lane = kCollectives);
+  // The lane of a transfer from src to dst.
+  static LaneId transferLane(int src, int dst) { return dst > src ? kToHigher : kToLower; }
   // Raises with hc's error text when st is not HC_OK (for hc calls made while issuing).
   void check(hc_status_t st, const char* name, hc_comm_t comm) const;
 
   void bootstrap(std::chrono::milliseconds timeout);
-  void completionLoop();
+  void completionLoop(Lane& lane);
   void watchdogLoop();
   // Fails the group with text and aborts the communicator: every pending and later op raises.
   void abortWith(const std::string& text);
@@ -101,26 +119,26 @@ class ProcessGroupHetero : public c10d::ProcessGroup {
 
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;
-  hc_comm_t comm_ = nullptr;
+  Lane lanes_[kLanes];
 
   // Issuing holds it shared; aborting (which frees the handle) holds it exclusively.
   std::shared_timed_mutex issueMutex_;
   std::atomic<bool> aborted_{false};
   std::string abortText_;  // under mutex_
 
-  std::mutex mutex_;  // guards the queues, abortText_ and the progress fields
-  std::condition_variable queued_;
+  std::mutex mutex_;  // guards the lanes' queues, abortText_ and the progress fields
   std::condition_variable watchdogWake_;
-  std::deque<c10::intrusive_ptr<WorkHetero>> pending_;  // issued, not yet complete, in order
   uint64_t nextSeq_ = 1;
-  uint64_t published_ = 0;  // the posted count last written to the store
+  // Collectives posted: what the ranks compare to name who has not posted one (transfers are
+  // not posted by every rank).
+  uint64_t collectivesPosted_ = 0;
+  uint64_t published_ = 0;  // the collectives count last written to the store
   std::chrono::steady_clock::time_point lastPublish_{};
-  bool stopping_ = false;       // the completion thread ends once nothing is pending
+  bool stopping_ = false;  // completion threads end once nothing is pending
   bool watchdogStop_ = false;
   // When the sleeping watchdog wakes; a work due earlier wakes it.
   std::chrono::steady_clock::time_point watchdogUntil_ =
       std::chrono::steady_clock::time_point::max();
-  std::thread completion_;
   std::thread watchdog_;
 };
 

@@ -128,10 +128,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::send(std::vector<at::Tensor>&
   const hc_dtype_t dt = toHcDtype(tensors[0], kName);
   at::Tensor t = tensors[0];
   return run(kName, c10d::OpType::SEND, c10d::kUnsetTimeout, tensors, [&](Issue& is) {
+    is.work.peer = dstRank;
     at::Tensor b = contiguousFor(t, is.work, false);
     check(hc_send(ptr(b), b.numel(), dt, dstRank, is.comm, nullptr, is.addRequest()), kName,
           is.comm);
-  });
+  }, transferLane(rank_, dstRank));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::recv(std::vector<at::Tensor>& tensors,
@@ -144,10 +145,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::recv(std::vector<at::Tensor>&
   const hc_dtype_t dt = toHcDtype(tensors[0], kName);
   at::Tensor t = tensors[0];
   return run(kName, c10d::OpType::RECV, c10d::kUnsetTimeout, tensors, [&](Issue& is) {
+    is.work.peer = srcRank;
     at::Tensor b = contiguousFor(t, is.work, true);
     check(hc_recv(ptr(b), b.numel(), dt, srcRank, is.comm, nullptr, is.addRequest()), kName,
           is.comm);
-  });
+  }, transferLane(srcRank, rank_));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::recvAnysource(std::vector<at::Tensor>&,

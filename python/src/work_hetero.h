@@ -37,6 +37,8 @@ class WorkHetero : public c10d::Work {
   std::vector<at::Tensor> keepAlive;
   std::vector<std::function<void()>> afterSuccess;
   std::chrono::milliseconds limit{0};  // the timeout the deadline came from
+  int peer = -1;                       // a send's or recv's other rank
+  uint64_t collective = 0;             // a collective's number among the group's collectives
 
   // Completion side: runs the copies and marks the work and its future done, or failed with text.
   void succeed();
