@@ -18,6 +18,8 @@ constexpr auto kPublishInterval = std::chrono::seconds(1);
 // How long an abort waits for issuing threads to leave libhcclient before it goes ahead.
 constexpr auto kAbortLockWait = std::chrono::seconds(2);
 
+constexpr const char* kAbortKey = "hetero/abort_reason";
+
 std::string postedKey(int rank) { return "hetero/posted/" + std::to_string(rank); }
 
 std::string rankList(const std::vector<int>& ranks) {
@@ -167,7 +169,7 @@ void ProcessGroupHetero::completionLoop(Lane& lane) {
       work->failWith(abortText.find(what) == 0 ? abortText : what + " failed: " + abortText);
       continue;
     }
-    const std::string msg = what + " failed: " + text;
+    const std::string msg = what + " failed: " + text + peerAbortReason();
     work->failWith(msg);
     // As ProcessGroupNCCL's async error handling: the communicator is done for.
     abortWith(msg + "; the process group is aborted");
@@ -180,6 +182,13 @@ void ProcessGroupHetero::abortWith(const std::string& text) {
     if (aborted_) return;
     abortText_ = text;
     aborted_ = true;
+  }
+  // The other ranks see only "aborted"; the store tells them why (the first to abort says it).
+  try {
+    const std::string why = "rank " + std::to_string(rank_) + ": " + text;
+    store_->compareSet(kAbortKey, {}, std::vector<uint8_t>(why.begin(), why.end()));
+  } catch (const std::exception&) {
+    // The store is gone too: the ranks keep their own errors.
   }
   // hc_comm_abort frees the handle, so no thread may be entering libhcclient with it. An issuing
   // thread blocked inside the library (waiting for an earlier operation's buffer) is woken by the
@@ -242,6 +251,16 @@ void ProcessGroupHetero::publishProgress(uint64_t posted) {
     store_->set(postedKey(rank_), std::vector<uint8_t>(s.begin(), s.end()));
   } catch (const std::exception&) {
     // The store is gone (its host rank died): the daemon reports that failure on its own.
+  }
+}
+
+std::string ProcessGroupHetero::peerAbortReason() {
+  try {
+    if (!store_->check({kAbortKey})) return "";
+    const std::vector<uint8_t> v = store_->get(kAbortKey);
+    return " (the first rank to abort the group said: " + std::string(v.begin(), v.end()) + ")";
+  } catch (const std::exception&) {
+    return "";
   }
 }
 

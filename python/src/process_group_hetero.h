@@ -115,6 +115,8 @@ class ProcessGroupHetero : public c10d::ProcessGroup {
   // Fails the group with text and aborts the communicator: every pending and later op raises.
   void abortWith(const std::string& text);
   std::string missingRanks(uint64_t seq);
+  // Why another rank aborted the group, from the store; "" when none said.
+  std::string peerAbortReason();
   void publishProgress(uint64_t posted);
 
   c10::intrusive_ptr<c10d::Store> store_;

@@ -114,8 +114,8 @@ def withheld_rank(rank, world, withholder, late):
 
 def test_withheld_op_times_out_naming_op_and_rank(one_daemon):
     """Rank 1 of 3 never posts an allreduce. Rank 0 raises after the group's timeout, naming the
-    op, "timed out" and rank 1; rank 2, which posted 1.5 s later, learns of the abort before its
-    own timeout. Later ops on the aborted group raise at once on both."""
+    op, "timed out" and rank 1; rank 2, which posted 1.5 s later, learns of the abort, and its
+    reason, before its own timeout. Later ops on the aborted group raise at once on both."""
     need_backend("hetero")
     withholder, late = 1, 2
     run = run_ranks(withheld_rank, 3, one_daemon.sockets, "hetero", timeout_s=60,
@@ -150,6 +150,11 @@ def test_withheld_op_times_out_naming_op_and_rank(one_daemon):
     if values[late]["first"] is not None and seconds > WITHHELD_TIMEOUT_S - LATE_POST_S + 1.0:
         problems.append(f"rank {late}: raised {seconds:.2f} s after posting: it waited for its "
                         f"own timeout instead of learning of rank 0's abort")
+    # The aborting rank leaves its reason in the store, so the others learn the cause too.
+    late_error = values[late]["first"] or ""
+    if "timed out" not in late_error or not re.search(rf"(?<!\d){withholder}(?!\d)", late_error):
+        problems.append(f"rank {late}: the error does not carry rank 0's reason (timed out, "
+                        f"rank {withholder}): {late_error}")
     assert not problems, "\n".join(problems)
 
 
