@@ -119,7 +119,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
       ->excludes(socket);
   std::string devices;
   app.add_option("--device", devices,
-                 "where the ranks' send and receive buffers live: host (default) or "
+                 "where the ranks' send and receive buffers live: host (default: the daemon's segment, "
+                 "zero copy), heap (the process's own memory, staged by the client) or "
                  "sim:nvidia|amd:INDEX, simulated device memory on a stream (hetero_comm/hc_sim.h; "
                  "the rank's daemon needs that device, devices.sim.*); one place for every rank, "
                  "or one per rank, comma-separated")
@@ -184,7 +185,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
     std::string word = devices.substr(start, comma - start);
     auto place = parsePlace(word);
     if (!place) {
-      return fail("--device '" + word + "' is not host or sim:nvidia|amd:INDEX (e.g. sim:amd:0)");
+      return fail("--device '" + word + "' is not host, heap or sim:nvidia|amd:INDEX (e.g. sim:amd:0)");
     }
     o.devices.push_back(*place);
     start = comma + 1;
@@ -228,6 +229,11 @@ bool anyRankOnHost(const Options& opts) {
 
 std::optional<BufferPlace> parsePlace(const std::string& text) {
   if (text == "host") return BufferPlace{};
+  if (text == "heap") {
+    BufferPlace heap;
+    heap.heap = true;
+    return heap;
+  }
   BufferPlace p;
   p.sim = true;
   std::string index;
@@ -250,7 +256,7 @@ std::optional<BufferPlace> parsePlace(const std::string& text) {
 }
 
 std::string placeName(const BufferPlace& place) {
-  if (!place.sim) return "host";
+  if (!place.sim) return place.heap ? "heap" : "host";
   return std::string("sim:") + (place.vendor == HC_SIM_AMD ? "amd" : "nvidia") + ":" +
          std::to_string(place.index);
 }

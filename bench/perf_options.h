@@ -39,7 +39,8 @@ constexpr int kMaxRanks = 64;  // the checked data stays exact up to here (see c
 
 // Where a rank's send and receive buffers live.
 struct BufferPlace {
-  bool sim = false;  // false: the daemon's shared host segment (hc_mem_alloc)
+  bool sim = false;   // false: host memory, the daemon's shared segment (hc_mem_alloc) unless heap
+  bool heap = false;  // host memory of the process's own (the client stages it), as a framework's
   hc_sim_vendor_t vendor = HC_SIM_NVIDIA;
   int index = 0;
 };

@@ -1,6 +1,7 @@
 #include "bench/rank_buffers.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace hc::bench {
@@ -10,6 +11,17 @@ hc_status_t RankBuffers::allocate(const BufferPlace& place, size_t bytes, bool m
   place_ = place;
   bytes_ = bytes;
   hc_status_t st;
+  if (place.heap) {
+    // Page aligned like a framework's large allocations; the client copies through its segment.
+    *call = "aligned_alloc";
+    const size_t rounded = (bytes + 4095) / 4096 * 4096;
+    send_ = std::aligned_alloc(4096, rounded);
+    recv_ = std::aligned_alloc(4096, rounded);
+    if (send_ == nullptr || recv_ == nullptr) return HC_NO_RESOURCE;
+    std::memset(send_, 0, bytes);
+    std::memset(recv_, 0, bytes);
+    return HC_OK;
+  }
   if (!place.sim) {
     *call = "hc_mem_alloc";
     if ((st = hc_mem_alloc(&send_, bytes)) != HC_OK) return st;
@@ -38,7 +50,10 @@ hc_status_t RankBuffers::allocate(const BufferPlace& place, size_t bytes, bool m
 }
 
 void RankBuffers::release() {
-  if (!place_.sim) {
+  if (place_.heap) {
+    std::free(recv_);
+    std::free(send_);
+  } else if (!place_.sim) {
     if (recv_ != nullptr) hc_mem_free(recv_);
     if (send_ != nullptr) hc_mem_free(send_);
   } else {
