@@ -119,8 +119,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
       ->excludes(socket);
   std::string devices;
   app.add_option("--device", devices,
-                 "where the ranks' send and receive buffers live: host (default: the daemon's segment, "
-                 "zero copy), heap (the process's own memory, staged by the client) or "
+                 "where the ranks' send and receive buffers live: host (default: the daemon's "
+                 "segment, zero copy), heap (the process's own memory, staged by the client) or "
                  "sim:nvidia|amd:INDEX, simulated device memory on a stream (hetero_comm/hc_sim.h; "
                  "the rank's daemon needs that device, devices.sim.*); one place for every rank, "
                  "or one per rank, comma-separated")
@@ -185,7 +185,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
     std::string word = devices.substr(start, comma - start);
     auto place = parsePlace(word);
     if (!place) {
-      return fail("--device '" + word + "' is not host, heap or sim:nvidia|amd:INDEX (e.g. sim:amd:0)");
+      return fail("--device '" + word +
+                  "' is not host, heap or sim:nvidia|amd:INDEX (e.g. sim:amd:0)");
     }
     o.devices.push_back(*place);
     start = comma + 1;
