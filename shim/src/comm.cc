@@ -73,7 +73,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
   }
   hc_unique_id_t id;
   const hc_status_t s = hc_get_unique_id(&id);
-  if (s != HC_OK) return fromHc(s, nullptr);
+  if (s != HC_OK) return hc::shim::fromHcConnecting(s, "ncclGetUniqueId");
   std::memcpy(uniqueId->internal, id.internal, sizeof(id.internal));
   return ncclSuccess;
 }
@@ -91,7 +91,15 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   hc_comm_t c = nullptr;
   const hc_status_t s = hc_comm_init_rank_config(&c, nranks, id, rank, &cfg);
   *comm = asNccl(c);
-  return fromHc(s, nullptr);
+  if (s == HC_OK) {
+    hc::shim::info("comm " + hc::shim::pointerText(*comm) + " rank " + std::to_string(rank) +
+                   " nRanks " + std::to_string(nranks) + " - Init COMPLETE (hetero-commd)");
+  } else if (s == HC_IN_PROGRESS) {
+    hc::shim::info("comm " + hc::shim::pointerText(*comm) + " rank " + std::to_string(rank) +
+                   " nRanks " + std::to_string(nranks) + " - Init started, non-blocking");
+  }
+  return s == HC_OK || s == HC_IN_PROGRESS ? fromHc(s, nullptr)
+                                           : hc::shim::fromHcConnecting(s, "ncclCommInitRank");
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
@@ -118,6 +126,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int*) {
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
+  hc::shim::info("comm " + hc::shim::pointerText(comm) + " - Finalize");
   return fromHc(hc_comm_finalize(asHc(comm)), comm);
 }
 
@@ -128,6 +137,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
+  hc::shim::info("comm " + hc::shim::pointerText(comm) + " - Abort");
   return fromHc(hc_comm_abort(asHc(comm)), nullptr);
 }
 
@@ -145,6 +155,11 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   const hc_status_t s =
       hc_comm_split(asHc(comm), color, key, &c, config != nullptr ? &cfg : nullptr);
   *newcomm = asNccl(c);
+  if (s == HC_OK || s == HC_IN_PROGRESS) {
+    hc::shim::info("comm " + hc::shim::pointerText(comm) + " split color " +
+                   std::to_string(color) + " key " + std::to_string(key) + " -> comm " +
+                   hc::shim::pointerText(*newcomm));
+  }
   return fromHc(s, comm);
 }
 

@@ -86,7 +86,7 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 // TODO: device memory where a CUDA (libnccl) or HIP (librccl) runtime is loaded (issue 18);
 // daemon-segment host memory, zero-copy, for now.
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
-  return fromHc(hc_mem_alloc(ptr, size), nullptr);
+  return hc::shim::fromHcConnecting(hc_mem_alloc(ptr, size), "ncclMemAlloc");
 }
 
 ncclResult_t ncclMemFree(void* ptr) { return fromHc(hc_mem_free(ptr), nullptr); }

@@ -25,6 +25,9 @@ ncclResult_t toNccl(hc_status_t status);
 // Maps status; on failure records hc's message for comm (NULL: this thread's last call) as
 // ncclGetLastError's text and logs it at NCCL_DEBUG=WARN.
 ncclResult_t fromHc(hc_status_t status, ncclComm_t comm);
+// As fromHc, for the calls that connect to the daemon (unique id, init, memory): a daemon that
+// cannot be reached is ncclSystemError with a text naming the socket and how to start one.
+ncclResult_t fromHcConnecting(hc_status_t status, const char* function);
 // Records text (prefixed with what) as this thread's last error and returns result.
 ncclResult_t fail(ncclResult_t result, const std::string& text);
 // For functions the shim exports but does not implement yet: ncclInvalidUsage with a text that
@@ -64,6 +67,14 @@ DebugLevel debugLevel();
 // Prints the NCCL_DEBUG=VERSION banner once per process (from the first init).
 void printBannerOnce();
 void rereadDebugEnv();
+// One line of debug output, "HOST:PID:TID [RANK] NCCL LEVEL text" as NCCL prints it, to stderr or
+// to NCCL_DEBUG_FILE (%h the host, %p the pid; opened once, per process).
+void debugLine(const char* level, const std::string& text);
+// At NCCL_DEBUG=INFO: one line per event (init, split, finalize, abort), and the NCCL_* variables
+// set in the environment that hetero-comm does not use (once per process).
+void info(const std::string& text);
+// A communicator as NCCL's logs name it: 0x followed by the handle's address.
+std::string pointerText(const void* p);
 // The file name of this library ("libnccl.so.2" or "librccl.so.1"), set per library.
 const char* libraryName();
 

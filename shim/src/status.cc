@@ -30,9 +30,7 @@ thread_local std::string tlsLastError;
 
 void record(const std::string& text) {
   tlsLastError = text;
-  if (debugLevel() >= DebugLevel::Warn) {
-    std::fprintf(stderr, "NCCL WARN %s: %s\n", libraryName(), text.c_str());
-  }
+  if (debugLevel() >= DebugLevel::Warn) debugLine("WARN", text);
 }
 
 }  // namespace
@@ -51,6 +49,20 @@ ncclResult_t fromHc(hc_status_t status, ncclComm_t comm) {
     record(text != nullptr && *text != '\0' ? text : hc_get_error_string(status));
   }
   return r;
+}
+
+ncclResult_t fromHcConnecting(hc_status_t status, const char* function) {
+  const char* text = hc_get_last_error(nullptr);
+  const std::string why = text != nullptr ? text : "";
+  // libhcclient's words when the socket cannot be reached: "connect PATH: REASON ...".
+  if ((status == HC_UNAVAILABLE || status == HC_PERMISSION_DENIED) &&
+      why.rfind("connect ", 0) == 0) {
+    return fail(ncclSystemError,
+                std::string(function) + ": no hetero-commd to talk to: " + why +
+                    ". Start it (systemctl start hetero-commd), or set HC_SOCKET to the socket of "
+                    "a running one; a user outside the hetero-comm group may not connect");
+  }
+  return fromHc(status, nullptr);
 }
 
 ncclResult_t fail(ncclResult_t result, const std::string& text) {

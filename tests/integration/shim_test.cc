@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -132,6 +134,60 @@ TEST(ShimDebugTest, NcclDebugVersionPrintsABannerNamingHeteroComm) {
   EXPECT_EQ(tool->exitCode(), 0) << tool->output();
   EXPECT_NE(tool->output().find("NCCL version 2.30.7+hetero-comm"), std::string::npos)
       << tool->output();
+}
+
+}  // namespace
+}  // namespace hc::integ
+
+namespace hc::integ {
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(ShimNoDaemonTest, UniqueIdWithoutADaemonIsASystemErrorSayingHowToStartOne) {
+  const std::string dir = ::testing::TempDir();
+  const std::string socket = dir + "/no-hetero-commd-here.sock";
+  std::string error;
+  auto tool = ChildProcess::spawn({HC_SHIM_CHECK_PATH, "--new-id"}, {{"HC_SOCKET", socket}},
+                                  dir + "/no-daemon.log", &error);
+  ASSERT_NE(tool, nullptr) << error;
+  ASSERT_TRUE(tool->waitExit(std::chrono::seconds(30)));
+  EXPECT_EQ(tool->exitCode(), 1) << tool->output();
+  // ncclGetErrorString(ncclSystemError), then ncclGetLastError's text.
+  EXPECT_NE(tool->output().find("unhandled system error"), std::string::npos) << tool->output();
+  EXPECT_NE(tool->output().find(socket), std::string::npos) << tool->output();
+  EXPECT_NE(tool->output().find("systemctl start hetero-commd"), std::string::npos)
+      << tool->output();
+}
+
+TEST(ShimDebugTest, NcclDebugInfoGoesToTheDebugFileWithEventsAndIgnoredVariables) {
+  std::string error;
+  auto daemon = DaemonProcess::start({}, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  const std::string id = newId(daemon->socketPath(), daemon->dir(), &error);
+  ASSERT_FALSE(id.empty()) << error;
+  auto rank = ChildProcess::spawn(
+      {HC_SHIM_CHECK_PATH, "--rank", "0", "--nranks", "1", "--id", id, "--quick"},
+      {{"HC_SOCKET", daemon->socketPath()},
+       {"NCCL_DEBUG", "INFO"},
+       {"NCCL_DEBUG_FILE", daemon->dir() + "/nccl.%p.log"},
+       {"NCCL_IB_HCA", "mlx5_0"}},
+      daemon->dir() + "/info-rank.log", &error);
+  ASSERT_NE(rank, nullptr) << error;
+  ASSERT_TRUE(rank->waitExit(kJobTimeout));
+  EXPECT_EQ(rank->exitCode(), 0) << rank->output();
+  const std::string log = readFile(daemon->dir() + "/nccl." + std::to_string(rank->pid()) + ".log");
+  EXPECT_NE(log.find("NCCL INFO libnccl.so.2: comm 0x"), std::string::npos) << log;
+  EXPECT_NE(log.find("rank 0 nRanks 1 - Init COMPLETE"), std::string::npos) << log;
+  EXPECT_NE(log.find("NCCL_IB_HCA is set and has no effect"), std::string::npos) << log;
+  EXPECT_EQ(log.find("NCCL_DEBUG is set"), std::string::npos) << log;
+  // With a debug file, stderr carries none of it.
+  EXPECT_EQ(rank->output().find("NCCL INFO"), std::string::npos) << rank->output();
 }
 
 }  // namespace
