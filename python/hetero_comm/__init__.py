@@ -5,11 +5,13 @@
 
 CPU tensors only; GPU jobs keep PyTorch's NCCL backend and load hetero-comm's libnccl.so.2.
 """
+import contextlib as _contextlib
+
 import torch as _torch  # the extension links libtorch: load it first
 
 from hetero_comm import _C
 
-__all__ = ["empty", "staged_bytes", "memory_path"]
+__all__ = ["empty", "shared_memory", "staged_bytes", "memory_path"]
 
 
 def empty(*size, dtype=_torch.float32):
@@ -21,6 +23,23 @@ def empty(*size, dtype=_torch.float32):
     for n in size:
         numel *= int(n)
     return _C.empty(numel, dtype).view(size)
+
+
+@_contextlib.contextmanager
+def shared_memory(min_bytes=1 << 16):
+    """While the block runs, CPU tensors of at least min_bytes are allocated in the daemon's
+    shared memory (torch's allocator takes the rest, and whatever the segment cannot hold), so
+    collectives on them go without a copy. Wrap what allocates communication buffers, such as
+    DistributedDataParallel(model), whose gradient buckets are made when it is constructed.
+
+    Process-wide while it runs (every thread's allocations). Memory from the segment is not
+    inherited by a forked child (MADV_DONTFORK): DataLoader workers must not read such tensors
+    unless they are spawned rather than forked."""
+    _C.push_shared_allocator(int(min_bytes))
+    try:
+        yield
+    finally:
+        _C.pop_shared_allocator()
 
 
 def staged_bytes():

@@ -1,5 +1,6 @@
 #include "python/src/hc_tensors.h"
 
+#include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
 #include <atomic>
@@ -142,6 +143,52 @@ at::Tensor emptyShared(int64_t numel, at::ScalarType dtype) {
     registry()[reinterpret_cast<uintptr_t>(p)] = bytes == 0 ? 1 : bytes;
   }
   return at::from_blob(p, {numel}, freeShared, at::TensorOptions().dtype(dtype));
+}
+
+namespace {
+
+// Allocates from the daemon's segment what is large enough to be worth it, and hands the rest,
+// and anything the segment cannot hold, to the allocator it replaced.
+class SharedAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) const override {
+    if (n >= minBytes_) {
+      void* p = nullptr;
+      if (hc_mem_alloc(&p, n) == HC_OK) {
+        {
+          std::lock_guard<std::mutex> lock(registryMutex);
+          registry()[reinterpret_cast<uintptr_t>(p)] = n;
+        }
+        return {p, p, &freeShared, c10::Device(c10::DeviceType::CPU)};
+      }
+    }
+    return previous_->allocate(n);
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+
+  size_t minBytes_ = 0;
+  c10::Allocator* previous_ = nullptr;
+};
+
+std::mutex allocatorMutex;
+SharedAllocator sharedAllocator;
+int allocatorDepth = 0;
+
+}  // namespace
+
+void pushSharedAllocator(size_t minBytes) {
+  std::lock_guard<std::mutex> lock(allocatorMutex);
+  if (allocatorDepth++ == 0) {
+    sharedAllocator.previous_ = c10::GetCPUAllocator();
+    sharedAllocator.minBytes_ = minBytes;
+    c10::SetCPUAllocator(&sharedAllocator);
+  }
+}
+
+void popSharedAllocator() {
+  std::lock_guard<std::mutex> lock(allocatorMutex);
+  TORCH_CHECK(allocatorDepth > 0, "hetero_comm.shared_memory: pop without a push");
+  if (--allocatorDepth == 0) c10::SetCPUAllocator(sharedAllocator.previous_);
 }
 
 bool inSharedMemory(const void* data, size_t bytes) {

@@ -36,7 +36,12 @@ void checkCpuDense(const at::Tensor& t, const char* opName);
 
 // Allocation of zero-copy tensors: hc_mem_alloc memory, freed with the tensor.
 at::Tensor emptyShared(int64_t numel, at::ScalarType dtype);
-// True when [data, data+bytes) lies inside one hetero_comm.empty allocation.
+// While at least one push is in force, CPU allocations of at least minBytes come from the daemon's
+// segment (falling back to torch's allocator when it is full), so tensors made then, such as
+// DDP's gradient buckets, go without staging. Process-wide; pops restore torch's allocator.
+void pushSharedAllocator(size_t minBytes);
+void popSharedAllocator();
+// True when [data, data+bytes) lies inside one allocation from the daemon's segment.
 bool inSharedMemory(const void* data, size_t bytes);
 // Counts bytes handed to libhcclient from other memory (which the client stages): the proof that
 // hetero_comm.empty tensors go without a copy.

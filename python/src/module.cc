@@ -41,6 +41,8 @@ PYBIND11_MODULE(_C, m) {
         return hc::torchext::emptyShared(numel, type);
       },
       py::arg("numel"), py::arg("dtype"));
+  m.def("push_shared_allocator", &hc::torchext::pushSharedAllocator, py::arg("min_bytes"));
+  m.def("pop_shared_allocator", &hc::torchext::popSharedAllocator);
   m.def("staged_bytes", &hc::torchext::stagedBytes,
         "bytes this process handed to hetero-commd from memory not made by hetero_comm.empty");
   m.def("memory_path", &memoryPath,

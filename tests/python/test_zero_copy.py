@@ -3,7 +3,8 @@
 hetero_comm.staged_bytes() counts, per process, the bytes the client copied into the daemon's
 segment because they lived in memory the daemon does not share. Collectives on tensors from
 hetero_comm.empty(), and on contiguous slices of them, must not move that counter; the same
-collective on a torch.ones tensor must move it by at least the tensor's size.
+collective on a torch.ones tensor must move it by at least the tensor's size. DDP built inside
+hetero_comm.shared_memory() keeps its gradient buckets in the segment: its backward stages nothing.
 """
 import pytest
 
@@ -87,4 +88,63 @@ def test_empty_is_not_staged_and_plain_memory_is(one_daemon):
         if value["staged_by_plain"] < 4 * N:
             problems.append(f"rank {rank}: an all_reduce of {4 * N} bytes of torch.ones staged "
                             f"{value['staged_by_plain']} bytes")
+    assert not problems, "\n".join(problems)
+
+
+def ddp_buckets_rank(rank, world):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    import hetero_comm
+
+    out = {}
+    grads = {}
+    for shared in (False, True):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                    torch.nn.Linear(512, 10))
+        if shared:
+            with hetero_comm.shared_memory():
+                ddp = DistributedDataParallel(model)
+            # The block is over: later allocations are torch's again.
+            late = torch.empty(1 << 20)
+        else:
+            ddp = DistributedDataParallel(model)
+        x = torch.randn(16, 512, generator=torch.Generator().manual_seed(100 + rank))
+        before = hetero_comm.staged_bytes()
+        ddp(x).sum().backward()
+        out["staged_shared" if shared else "staged_plain"] = hetero_comm.staged_bytes() - before
+        grads[shared] = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+    # Same gradients either way: the buckets' memory changes nothing but the copies.
+    out["grads_differ"] = int((grads[False] != grads[True]).sum())
+    # A tensor made after the block is plain memory: an all_reduce of it is staged.
+    before = hetero_comm.staged_bytes()
+    dist.all_reduce(late.fill_(1.0))
+    out["late_staged"] = hetero_comm.staged_bytes() - before
+    return out
+
+
+def test_shared_memory_block_puts_ddp_buckets_in_the_segment(one_daemon):
+    """DistributedDataParallel built inside hetero_comm.shared_memory() gets gradient buckets in
+    the daemon's segment: its backward allreduces stage 0 bytes, where the same model built
+    outside stages its whole gradient, and the gradients are equal. Allocations after the block
+    are torch's own again."""
+    need_backend("hetero")
+    run = run_ranks(ddp_buckets_rank, 2, one_daemon.sockets, "hetero", timeout_s=60,
+                    daemons=one_daemon)
+    problems = []
+    for rank, value in enumerate(run.values()):
+        print(f"rank {rank}: backward staged {value['staged_plain']} bytes with plain buckets, "
+              f"{value['staged_shared']} with buckets in the segment")
+        if value["staged_shared"] != 0:
+            problems.append(f"rank {rank}: buckets made in shared_memory() staged "
+                            f"{value['staged_shared']} bytes, want 0")
+        if value["staged_plain"] < 4 * 512 * 512:
+            problems.append(f"rank {rank}: plain buckets staged only {value['staged_plain']} bytes")
+        if value["grads_differ"]:
+            problems.append(f"rank {rank}: {value['grads_differ']} gradient elements differ")
+        if value["late_staged"] < 4 << 20:
+            problems.append(f"rank {rank}: a tensor made after the block staged only "
+                            f"{value['late_staged']} bytes: the allocator was not restored")
     assert not problems, "\n".join(problems)
