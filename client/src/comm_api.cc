@@ -20,7 +20,7 @@ namespace {
 constexpr uint32_t kIdMagic = 0x44494348;  // "HCID"
 constexpr uint32_t kIdVersion = 1;
 
-// Layout of the 128-byte unique id (daemon/control/unique_id.h reads the same bytes): magic,
+// Layout of the 128-byte unique id (daemon/peer/unique_id.h reads the same bytes): magic,
 // version, the random communicator key, then the root daemon's Peer address as a length byte
 // and up to kMaxRootAddress characters; length 0 names no root (a one-daemon job).
 struct UniqueIdLayout {

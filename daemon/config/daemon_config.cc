@@ -30,7 +30,7 @@ constexpr uint32_t kAutoReductionThreadsCap = 16;
 constexpr uint32_t kMinPeerKeepaliveMs = 10;
 constexpr uint64_t kMinPeerChunkBytes = 4096;
 // A unique id carries at most this many bytes of the root's address (kMaxRootAddressBytes in
-// daemon/control/unique_id.h; config links no other layer, so the number is repeated here).
+// daemon/peer/unique_id.h; config links no other layer, so the number is repeated here).
 constexpr size_t kMaxAdvertiseBytes = 103;
 // The words coll/net's parseAllreduceAlgo takes (any case); config does not link coll/net.
 constexpr std::string_view kPeerAlgos[] = {"auto", "ring", "rd", "recursive_doubling"};
@@ -65,7 +65,7 @@ struct HostPort {
 };
 
 // "host:port" or "[v6]:port", the host in the characters validatePeerAddress
-// (daemon/control/unique_id.h) accepts, the port 0..65535. The error says what is wrong.
+// (daemon/peer/unique_id.h) accepts, the port 0..65535. The error says what is wrong.
 hc::Result<HostPort> splitHostPort(std::string_view text) {
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos) return hc::invalidArgument("expected host:port");
@@ -336,12 +336,13 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
                                             std::to_string(c.initTimeoutMs));
   }
   if (c.lateReportMs < 0) {
-    return fail("comm.late_report_ms",
-                "comm.late_report_ms must be >= 0 (0 = never), got " + std::to_string(c.lateReportMs));
+    return fail("comm.late_report_ms", "comm.late_report_ms must be >= 0 (0 = never), got " +
+                                           std::to_string(c.lateReportMs));
   }
   if (c.flightRecordEntries < 1 || c.flightRecordEntries > 1000000) {
-    return fail("comm.flight_record_entries", "comm.flight_record_entries must be in [1, 1000000], got " +
-                                                  std::to_string(c.flightRecordEntries));
+    return fail("comm.flight_record_entries",
+                "comm.flight_record_entries must be in [1, 1000000], got " +
+                    std::to_string(c.flightRecordEntries));
   }
   if (c.stateDir.empty() || c.stateDir[0] != '/') {
     return fail("server.state_dir",

@@ -23,8 +23,9 @@ std::string rankList(const std::vector<uint32_t>& ranks) {
 
 // The key's first 8 hex digits: enough to tell communicators apart in one log, and short enough
 // that the ranks an error names still fit the 100 bytes a client's completion carries.
-std::string commName(const CommKey& key) { return "communicator " + commKeyHex(key).substr(0, 8); }
-
+std::string commName(const peer::CommKey& key) {
+  return "communicator " + peer::commKeyHex(key).substr(0, 8);
+}
 
 }  // namespace
 
@@ -38,7 +39,7 @@ JoinTicket JoinRegistry::newTicket() {
   return nextTicket_++;
 }
 
-void JoinRegistry::add(JoinTicket ticket, JoinRequest request, JoinDone done) {
+void JoinRegistry::add(JoinTicket ticket, peer::JoinRequest request, JoinDone done) {
   Settlements settlements;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -48,12 +49,12 @@ void JoinRegistry::add(JoinTicket ticket, JoinRequest request, JoinDone done) {
   settle(settlements);
 }
 
-void JoinRegistry::addLocked(JoinTicket ticket, JoinRequest request, JoinDone done,
+void JoinRegistry::addLocked(JoinTicket ticket, peer::JoinRequest request, JoinDone done,
                              Settlements& out) {
   const Clock::time_point now = Clock::now();
   auto reject = [&](Status status) { out.emplace_back(std::move(done), std::move(status)); };
   if (stopping_) return reject(unavailable("the root daemon is shutting down"));
-  const CommKey key = request.key;
+  const peer::CommKey key = request.key;
   if (Status late = lateJoinStatusLocked(key, now); !late.isOk()) return reject(std::move(late));
 
   auto it = pending_.find(key);
@@ -140,7 +141,7 @@ void JoinRegistry::addLocked(JoinTicket ticket, JoinRequest request, JoinDone do
   if (earlier) timerWake_.notify_one();
 }
 
-Status JoinRegistry::lateJoinStatusLocked(const CommKey& key, Clock::time_point now) {
+Status JoinRegistry::lateJoinStatusLocked(const peer::CommKey& key, Clock::time_point now) {
   auto it = tombstones_.find(key);
   if (it == tombstones_.end()) return okStatus();
   if (it->second.expiry <= now) {
@@ -158,7 +159,7 @@ Status JoinRegistry::lateJoinStatusLocked(const CommKey& key, Clock::time_point 
 
 void JoinRegistry::removeParticipantLocked(
     PendingComm& comm, std::map<JoinTicket, Participant>::iterator participant) {
-  const JoinRequest& request = participant->second.request;
+  const peer::JoinRequest& request = participant->second.request;
   for (uint32_t rank : request.ranks) comm.holder[rank] = 0;
   comm.joinedCount -= request.ranks.size();
   auto node = comm.nodes.find(request.node);
@@ -166,7 +167,7 @@ void JoinRegistry::removeParticipantLocked(
   comm.participants.erase(participant);
 }
 
-void JoinRegistry::failCommLocked(CommKey key, const Status& failure, Settlements& out) {
+void JoinRegistry::failCommLocked(peer::CommKey key, const Status& failure, Settlements& out) {
   auto it = pending_.find(key);
   if (it == pending_.end()) return;
   for (auto& [ticket, p] : it->second.participants) out.emplace_back(std::move(p.done), failure);
@@ -174,20 +175,21 @@ void JoinRegistry::failCommLocked(CommKey key, const Status& failure, Settlement
   rememberLocked(key, failure, Clock::now());
 }
 
-void JoinRegistry::formCommLocked(CommKey key, Settlements& out) {
+void JoinRegistry::formCommLocked(peer::CommKey key, Settlements& out) {
   auto it = pending_.find(key);
   PendingComm& comm = it->second;
-  std::vector<const JoinRequest*> joins;
+  std::vector<const peer::JoinRequest*> joins;
   joins.reserve(comm.participants.size());
   for (const auto& [ticket, p] : comm.participants) joins.push_back(&p.request);
-  Result<uint64_t> identity = drawCommIdentity();
+  Result<uint64_t> identity = peer::drawCommIdentity();
   if (!identity.isOk()) {
-    for (auto& [ticket, p] : comm.participants) out.emplace_back(std::move(p.done), identity.status());
+    for (auto& [ticket, p] : comm.participants)
+      out.emplace_back(std::move(p.done), identity.status());
     pending_.erase(it);
     rememberLocked(key, identity.status(), Clock::now());
     return;
   }
-  RankTable table = buildRankTable(comm.nranks, joins, identity.value());
+  peer::RankTable table = peer::buildRankTable(comm.nranks, joins, identity.value());
   spdlog::info("peer bootstrap: {} formed: {} ranks on {} nodes", commName(key), comm.nranks,
                table.nodes.size());
   for (auto& [ticket, p] : comm.participants) out.emplace_back(std::move(p.done), table);
@@ -195,7 +197,7 @@ void JoinRegistry::formCommLocked(CommKey key, Settlements& out) {
   rememberLocked(key, okStatus(), Clock::now());
 }
 
-void JoinRegistry::rememberLocked(const CommKey& key, Status failure, Clock::time_point now) {
+void JoinRegistry::rememberLocked(const peer::CommKey& key, Status failure, Clock::time_point now) {
   if (tombstones_.size() >= options_.maxTombstones) {
     std::erase_if(tombstones_, [&](const auto& entry) { return entry.second.expiry <= now; });
   }
@@ -208,7 +210,7 @@ void JoinRegistry::rememberLocked(const CommKey& key, Status failure, Clock::tim
   tombstones_[key] = {std::move(failure), now + options_.tombstoneTtl};
 }
 
-bool JoinRegistry::withdraw(const CommKey& key, JoinTicket ticket) {
+bool JoinRegistry::withdraw(const peer::CommKey& key, JoinTicket ticket) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pending_.find(key);
@@ -237,25 +239,25 @@ void JoinRegistry::shutdown() {
   std::call_once(timerJoined_, [this] { timer_.join(); });
 }
 
-Status JoinRegistry::deadlineFailure(const CommKey& key, const PendingComm& comm,
+Status JoinRegistry::deadlineFailure(const peer::CommKey& key, const PendingComm& comm,
                                      Clock::time_point now) {
   std::vector<uint32_t> missing;
   for (uint32_t rank = 0; rank < comm.nranks; ++rank) {
     if (comm.holder[rank] == 0) missing.push_back(rank);
   }
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - comm.opened);
-  return {Code::Timeout,
-          commName(key) + ": waiting for ranks " + rankList(missing) + ": deadline exceeded after " +
-              std::to_string(waited.count()) + " ms (ranks joined: " +
-              std::to_string(comm.joinedCount) + " of " + std::to_string(comm.nranks) +
-              "; nodes joined: " + std::to_string(comm.nodes.size()) + ")"};
+  return {Code::Timeout, commName(key) + ": waiting for ranks " + rankList(missing) +
+                             ": deadline exceeded after " + std::to_string(waited.count()) +
+                             " ms (ranks joined: " + std::to_string(comm.joinedCount) + " of " +
+                             std::to_string(comm.nranks) +
+                             "; nodes joined: " + std::to_string(comm.nodes.size()) + ")"};
 }
 
 void JoinRegistry::timerLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     const Clock::time_point now = Clock::now();
-    std::vector<CommKey> expired;
+    std::vector<peer::CommKey> expired;
     Clock::time_point next = Clock::time_point::max();
     for (const auto& [key, comm] : pending_) {
       if (comm.deadline <= now) {
@@ -266,7 +268,7 @@ void JoinRegistry::timerLoop() {
     }
     if (!expired.empty()) {
       Settlements settlements;
-      for (const CommKey& key : expired) {
+      for (const peer::CommKey& key : expired) {
         Status failure = deadlineFailure(key, pending_.at(key), now);
         spdlog::warn("peer bootstrap: {}", failure.message());
         failCommLocked(key, failure, settlements);
@@ -291,7 +293,7 @@ void JoinRegistry::settle(Settlements& settlements) {
   settlements.clear();
 }
 
-std::vector<uint32_t> JoinRegistry::joinedRanks(const CommKey& key) const {
+std::vector<uint32_t> JoinRegistry::joinedRanks(const peer::CommKey& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<uint32_t> ranks;
   auto it = pending_.find(key);
@@ -302,7 +304,7 @@ std::vector<uint32_t> JoinRegistry::joinedRanks(const CommKey& key) const {
   return ranks;
 }
 
-bool JoinRegistry::waitForJoinedCount(const CommKey& key, size_t count,
+bool JoinRegistry::waitForJoinedCount(const peer::CommKey& key, size_t count,
                                       std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mutex_);
   return changed_.wait_for(lock, timeout, [&] {

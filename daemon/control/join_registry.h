@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "daemon/control/peer_types.h"
+#include "daemon/peer/peer_types.h"
 
 namespace hc::control {
 
@@ -55,7 +55,7 @@ struct JoinRegistryOptions {
 // Runs exactly once per join, on the thread that settles it: the caller of add() or withdraw()
 // that completes or fails the communicator, the timer thread, or shutdown(). Must not block and
 // must not call back into the registry.
-using JoinDone = std::function<void(Result<RankTable>)>;
+using JoinDone = std::function<void(Result<peer::RankTable>)>;
 using JoinTicket = uint64_t;
 
 class JoinRegistry {
@@ -70,24 +70,24 @@ class JoinRegistry {
   JoinTicket newTicket();
   // Adds a join that passed validateJoin(), under a ticket from newTicket() used once. `done`
   // may run before add() returns.
-  void add(JoinTicket ticket, JoinRequest request, JoinDone done);
+  void add(JoinTicket ticket, peer::JoinRequest request, JoinDone done);
   // Removes a still-pending join whose caller went away. True if it was pending: then `done`
   // will never run and the caller settles the join itself.
-  bool withdraw(const CommKey& key, JoinTicket ticket);
+  bool withdraw(const peer::CommKey& key, JoinTicket ticket);
   // Fails every pending join with Unavailable and every later add() too. Idempotent.
   void shutdown();
 
   // For tools and tests: the ranks that have joined the pending communicator `key` (empty if
   // none is pending), and a wait until exactly `count` have.
-  std::vector<uint32_t> joinedRanks(const CommKey& key) const;
-  bool waitForJoinedCount(const CommKey& key, size_t count,
+  std::vector<uint32_t> joinedRanks(const peer::CommKey& key) const;
+  bool waitForJoinedCount(const peer::CommKey& key, size_t count,
                           std::chrono::milliseconds timeout) const;
 
  private:
   using Clock = std::chrono::steady_clock;
   struct Participant {
     JoinTicket ticket;
-    JoinRequest request;
+    peer::JoinRequest request;
     JoinDone done;
   };
   // What the registry knows of a node from its pending joins. They all carry one address.
@@ -99,7 +99,7 @@ class JoinRegistry {
     uint32_t nranks = 0;
     std::map<JoinTicket, Participant> participants;
     std::vector<JoinTicket> holder;  // by rank: the join that brought it, 0 if none
-    std::map<NodeIdentity, PendingNode> nodes;
+    std::map<peer::NodeIdentity, PendingNode> nodes;
     size_t joinedCount = 0;
     Clock::time_point opened;
     Clock::time_point deadline;
@@ -109,17 +109,18 @@ class JoinRegistry {
     Clock::time_point expiry;
   };
   // Callbacks to run once the lock is released.
-  using Settlements = std::vector<std::pair<JoinDone, Result<RankTable>>>;
+  using Settlements = std::vector<std::pair<JoinDone, Result<peer::RankTable>>>;
 
-  void addLocked(JoinTicket ticket, JoinRequest request, JoinDone done, Settlements& out);
-  Status lateJoinStatusLocked(const CommKey& key, Clock::time_point now);
+  void addLocked(JoinTicket ticket, peer::JoinRequest request, JoinDone done, Settlements& out);
+  Status lateJoinStatusLocked(const peer::CommKey& key, Clock::time_point now);
   // `key` by value: callers may pass a reference into the node this erases.
-  void failCommLocked(CommKey key, const Status& failure, Settlements& out);
-  void formCommLocked(CommKey key, Settlements& out);
+  void failCommLocked(peer::CommKey key, const Status& failure, Settlements& out);
+  void formCommLocked(peer::CommKey key, Settlements& out);
   void removeParticipantLocked(PendingComm& comm,
                                std::map<JoinTicket, Participant>::iterator participant);
-  void rememberLocked(const CommKey& key, Status failure, Clock::time_point now);
-  static Status deadlineFailure(const CommKey& key, const PendingComm& comm, Clock::time_point now);
+  void rememberLocked(const peer::CommKey& key, Status failure, Clock::time_point now);
+  static Status deadlineFailure(const peer::CommKey& key, const PendingComm& comm,
+                                Clock::time_point now);
   static void settle(Settlements& settlements);
   void timerLoop();
 
@@ -129,8 +130,8 @@ class JoinRegistry {
   std::condition_variable timerWake_;        // a deadline moved earlier, or shutdown
   bool stopping_ = false;
   JoinTicket nextTicket_ = 1;
-  std::map<CommKey, PendingComm> pending_;
-  std::map<CommKey, Tombstone> tombstones_;
+  std::map<peer::CommKey, PendingComm> pending_;
+  std::map<peer::CommKey, Tombstone> tombstones_;
   std::once_flag timerJoined_;
   std::thread timer_;
 };

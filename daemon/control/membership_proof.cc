@@ -29,7 +29,8 @@ void appendFixed(std::string& out, const std::array<uint8_t, N>& bytes) {
   out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
-void appendNode(std::string& out, const NodeIdentity& node, std::string_view transportAddress) {
+void appendNode(std::string& out, const peer::NodeIdentity& node,
+                std::string_view transportAddress) {
   appendBytes(out, node.hostname);
   appendBytes(out, node.bootId);
   appendBytes(out, node.instance);
@@ -68,7 +69,7 @@ Result<Nonce> randomNonce() {
 }
 
 std::string joinProofMessage(const Nonce& rootNonce, const Nonce& joinerNonce,
-                             const JoinRequest& join) {
+                             const peer::JoinRequest& join) {
   std::string m(kJoinLabel, sizeof(kJoinLabel));  // includes the terminating 0
   appendFixed(m, rootNonce);
   appendFixed(m, joinerNonce);
@@ -83,29 +84,29 @@ std::string joinProofMessage(const Nonce& rootNonce, const Nonce& joinerNonce,
 }
 
 Proof computeJoinProof(const ClusterToken& token, const Nonce& rootNonce, const Nonce& joinerNonce,
-                       const JoinRequest& join) {
+                       const peer::JoinRequest& join) {
   return hmacOf(token, joinProofMessage(rootNonce, joinerNonce, join));
 }
 
 bool verifyJoinProof(const ClusterToken& token, const Nonce& rootNonce, const Nonce& joinerNonce,
-                     const JoinRequest& join, std::span<const uint8_t> proof) {
+                     const peer::JoinRequest& join, std::span<const uint8_t> proof) {
   return matches(computeJoinProof(token, rootNonce, joinerNonce, join), proof);
 }
 
-std::string tableProofMessage(const Nonce& joinerNonce, const CommKey& key,
-                              const RankTable& table) {
+std::string tableProofMessage(const Nonce& joinerNonce, const peer::CommKey& key,
+                              const peer::RankTable& table) {
   std::string m(kTableLabel, sizeof(kTableLabel));
   appendFixed(m, joinerNonce);
   appendFixed(m, key);
   appendU32(m, table.nranks);
   // The placements actually sent, however many: a receiver checks their count separately.
   appendU32(m, static_cast<uint32_t>(table.ranks.size()));
-  for (const RankPlacement& p : table.ranks) {
+  for (const peer::RankPlacement& p : table.ranks) {
     appendU32(m, p.node);
     appendU32(m, p.localRank);
   }
   appendU32(m, static_cast<uint32_t>(table.nodes.size()));
-  for (const NodeEntry& node : table.nodes) {
+  for (const peer::NodeEntry& node : table.nodes) {
     appendNode(m, node.identity, node.transportAddress);
     appendU32(m, static_cast<uint32_t>(node.ranks.size()));
     for (uint32_t rank : node.ranks) appendU32(m, rank);
@@ -114,13 +115,13 @@ std::string tableProofMessage(const Nonce& joinerNonce, const CommKey& key,
   return m;
 }
 
-Proof computeTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
-                        const RankTable& table) {
+Proof computeTableProof(const ClusterToken& token, const Nonce& joinerNonce,
+                        const peer::CommKey& key, const peer::RankTable& table) {
   return hmacOf(token, tableProofMessage(joinerNonce, key, table));
 }
 
-bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
-                      const RankTable& table, std::span<const uint8_t> proof) {
+bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const peer::CommKey& key,
+                      const peer::RankTable& table, std::span<const uint8_t> proof) {
   return matches(computeTableProof(token, joinerNonce, key, table), proof);
 }
 

@@ -28,7 +28,7 @@
 
 #include "common/status.h"
 #include "daemon/control/cluster_token.h"
-#include "daemon/control/peer_types.h"
+#include "daemon/peer/peer_types.h"
 
 namespace hc::control {
 
@@ -42,18 +42,19 @@ Proof hmacSha256(std::span<const uint8_t> key, std::span<const uint8_t> message)
 [[nodiscard]] Result<Nonce> randomNonce();
 
 std::string joinProofMessage(const Nonce& rootNonce, const Nonce& joinerNonce,
-                             const JoinRequest& join);
+                             const peer::JoinRequest& join);
 Proof computeJoinProof(const ClusterToken& token, const Nonce& rootNonce, const Nonce& joinerNonce,
-                       const JoinRequest& join);
+                       const peer::JoinRequest& join);
 // Constant-time in the proof's content: a mismatch reveals nothing about where it differs.
 bool verifyJoinProof(const ClusterToken& token, const Nonce& rootNonce, const Nonce& joinerNonce,
-                     const JoinRequest& join, std::span<const uint8_t> proof);
+                     const peer::JoinRequest& join, std::span<const uint8_t> proof);
 
-std::string tableProofMessage(const Nonce& joinerNonce, const CommKey& key, const RankTable& table);
-Proof computeTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
-                        const RankTable& table);
-bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const CommKey& key,
-                      const RankTable& table, std::span<const uint8_t> proof);
+std::string tableProofMessage(const Nonce& joinerNonce, const peer::CommKey& key,
+                              const peer::RankTable& table);
+Proof computeTableProof(const ClusterToken& token, const Nonce& joinerNonce,
+                        const peer::CommKey& key, const peer::RankTable& table);
+bool verifyTableProof(const ClusterToken& token, const Nonce& joinerNonce, const peer::CommKey& key,
+                      const peer::RankTable& table, std::span<const uint8_t> proof);
 
 // Peer.GetCommProgress: "hetero-comm/peer-progress/v2" 0x00 | nonce (32) | u64 identity
 // | comm key string.

@@ -7,7 +7,7 @@
 #include "daemon/control/grpc_status.h"
 #include "daemon/control/membership_proof.h"
 #include "daemon/control/peer_convert.h"
-#include "daemon/control/unique_id.h"
+#include "daemon/peer/unique_id.h"
 #include "hetero_comm/v1/peer.grpc.pb.h"
 
 namespace hc::control {
@@ -70,7 +70,7 @@ namespace detail {
 class JoinCall : public std::enable_shared_from_this<JoinCall> {
  public:
   JoinCall(std::shared_ptr<JoinsInFlight> inFlight, std::shared_ptr<const ClusterToken> token,
-           std::shared_ptr<grpc::Channel> channel, std::string root, JoinRequest request,
+           std::shared_ptr<grpc::Channel> channel, std::string root, peer::JoinRequest request,
            Clock::time_point deadline, const PeerClientOptions& options, JoinCallback done)
       : alive_(inFlight),
         inFlight_(std::move(inFlight)),
@@ -135,12 +135,12 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
     const uint32_t rootVersion =
         joinResponse_.wire_version() == 0 ? 1 : joinResponse_.wire_version();
     if (rootVersion != request_.wireVersion) {
-      return finish(
-          Status(Code::InvalidArgument,
-                 "Peer.Join at " + root_ + ": " +
-                     wireVersionMismatch("the root daemon", rootVersion, request_.wireVersion)));
+      return finish(Status(
+          Code::InvalidArgument,
+          "Peer.Join at " + root_ + ": " +
+              peer::wireVersionMismatch("the root daemon", rootVersion, request_.wireVersion)));
     }
-    Result<RankTable> table = fromProto(joinResponse_.table());
+    Result<peer::RankTable> table = fromProto(joinResponse_.table());
     if (!table.isOk()) {
       return finish(
           Status(Code::RemoteError, "Peer.Join at " + root_ + ": " + table.status().message()));
@@ -160,7 +160,7 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
     finish(std::move(table));
   }
 
-  void finish(Result<RankTable> result) {
+  void finish(Result<peer::RankTable> result) {
     JoinCallback done = std::move(done_);
     done(std::move(result));
   }
@@ -171,7 +171,7 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
   const std::shared_ptr<const ClusterToken> token_;
   const std::unique_ptr<hetero_comm::v1::Peer::Stub> stub_;
   const std::string root_;
-  JoinRequest request_;
+  peer::JoinRequest request_;
   Nonce joinerNonce_{};
   const Clock::time_point deadline_;
   const PeerClientOptions options_;
@@ -231,13 +231,13 @@ std::shared_ptr<grpc::Channel> PeerClient::channelFor(const std::string& rootAdd
   return channel;
 }
 
-void PeerClient::joinAsync(const std::string& rootAddress, JoinRequest request,
+void PeerClient::joinAsync(const std::string& rootAddress, peer::JoinRequest request,
                            Clock::time_point deadline, JoinCallback done) {
   // Checked here so that a bad request fails at once, not at the root after a round trip.
-  Status valid = validatePeerAddress(rootAddress);
+  Status valid = peer::validatePeerAddress(rootAddress);
   if (valid.isOk()) {
     request.timeout = std::chrono::milliseconds(1);  // any in range: the real one is set later
-    valid = validateJoin(request);
+    valid = peer::validateJoin(request);
   }
   if (!valid.isOk()) return done(std::move(valid));
   auto call = std::make_shared<JoinCall>(inFlight_, token_, channelFor(rootAddress), rootAddress,
@@ -245,12 +245,13 @@ void PeerClient::joinAsync(const std::string& rootAddress, JoinRequest request,
   call->start();
 }
 
-Result<RankTable> PeerClient::join(const std::string& rootAddress, const JoinRequest& request,
-                                   Clock::time_point deadline) {
-  auto promise = std::make_shared<std::promise<Result<RankTable>>>();
-  std::future<Result<RankTable>> result = promise->get_future();
+Result<peer::RankTable> PeerClient::join(const std::string& rootAddress,
+                                         const peer::JoinRequest& request,
+                                         Clock::time_point deadline) {
+  auto promise = std::make_shared<std::promise<Result<peer::RankTable>>>();
+  std::future<Result<peer::RankTable>> result = promise->get_future();
   joinAsync(rootAddress, request, deadline,
-            [promise](Result<RankTable> r) { promise->set_value(std::move(r)); });
+            [promise](Result<peer::RankTable> r) { promise->set_value(std::move(r)); });
   return result.get();
 }
 

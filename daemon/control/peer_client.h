@@ -19,7 +19,7 @@
 
 #include "common/status.h"
 #include "daemon/control/cluster_token.h"
-#include "daemon/control/peer_types.h"
+#include "daemon/peer/peer_types.h"
 
 namespace hc::control {
 
@@ -34,7 +34,7 @@ struct PeerClientOptions {
   std::chrono::milliseconds replyGrace{2'000};
 };
 
-using JoinCallback = std::function<void(Result<RankTable>)>;
+using JoinCallback = std::function<void(Result<peer::RankTable>)>;
 
 namespace detail {
 class JoinCall;
@@ -58,11 +58,12 @@ class PeerClient {
   // rank table or the error; Timeout when the deadline passes first. The request's timeout is
   // set from the deadline. Non-blocking: `done` runs on a gRPC thread, or on this one when the
   // join fails before any RPC; it must not block.
-  void joinAsync(const std::string& rootAddress, JoinRequest request, Clock::time_point deadline,
-                 JoinCallback done);
+  void joinAsync(const std::string& rootAddress, peer::JoinRequest request,
+                 Clock::time_point deadline, JoinCallback done);
   // Blocking form of joinAsync: returns by the deadline plus replyGrace at the latest.
-  [[nodiscard]] Result<RankTable> join(const std::string& rootAddress, const JoinRequest& request,
-                                       Clock::time_point deadline);
+  [[nodiscard]] Result<peer::RankTable> join(const std::string& rootAddress,
+                                             const peer::JoinRequest& request,
+                                             Clock::time_point deadline);
 
  private:
   PeerClient(ClusterToken token, const PeerClientOptions& options);

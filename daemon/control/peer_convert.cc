@@ -5,19 +5,19 @@
 namespace hc::control {
 namespace {
 
-void toProto(const NodeIdentity& node, hetero_comm::v1::NodeIdentity* out) {
+void toProto(const peer::NodeIdentity& node, hetero_comm::v1::NodeIdentity* out) {
   out->set_hostname(node.hostname);
   out->set_boot_id(node.bootId);
   out->set_instance(node.instance);
 }
 
-NodeIdentity fromProto(const hetero_comm::v1::NodeIdentity& message) {
+peer::NodeIdentity fromProto(const hetero_comm::v1::NodeIdentity& message) {
   return {message.hostname(), message.boot_id(), message.instance()};
 }
 
 }  // namespace
 
-void toProto(const JoinRequest& join, const Nonce& rootNonce, const Nonce& joinerNonce,
+void toProto(const peer::JoinRequest& join, const Nonce& rootNonce, const Nonce& joinerNonce,
              const Proof& proof, hetero_comm::v1::JoinRequest* out) {
   out->set_comm_key(join.key.data(), join.key.size());
   out->set_nranks(join.nranks);
@@ -31,13 +31,13 @@ void toProto(const JoinRequest& join, const Nonce& rootNonce, const Nonce& joine
   out->set_proof(proof.data(), proof.size());
 }
 
-Result<JoinRequest> fromProto(const hetero_comm::v1::JoinRequest& message) {
-  if (message.comm_key().size() != kCommKeyBytes) {
+Result<peer::JoinRequest> fromProto(const hetero_comm::v1::JoinRequest& message) {
+  if (message.comm_key().size() != peer::kCommKeyBytes) {
     return invalidArgument("comm_key has " + std::to_string(message.comm_key().size()) +
-                           " bytes, not " + std::to_string(kCommKeyBytes));
+                           " bytes, not " + std::to_string(peer::kCommKeyBytes));
   }
-  JoinRequest join;
-  std::copy_n(message.comm_key().begin(), kCommKeyBytes, join.key.begin());
+  peer::JoinRequest join;
+  std::copy_n(message.comm_key().begin(), peer::kCommKeyBytes, join.key.begin());
   join.nranks = message.nranks();
   join.ranks.assign(message.ranks().begin(), message.ranks().end());
   join.node = fromProto(message.node());
@@ -48,15 +48,15 @@ Result<JoinRequest> fromProto(const hetero_comm::v1::JoinRequest& message) {
   return join;
 }
 
-void toProto(const RankTable& table, hetero_comm::v1::RankTable* out) {
+void toProto(const peer::RankTable& table, hetero_comm::v1::RankTable* out) {
   out->set_nranks(table.nranks);
   out->set_identity(table.identity);
-  for (const RankPlacement& p : table.ranks) {
+  for (const peer::RankPlacement& p : table.ranks) {
     hetero_comm::v1::RankPlacement* placement = out->add_ranks();
     placement->set_node(p.node);
     placement->set_local_rank(p.localRank);
   }
-  for (const NodeEntry& node : table.nodes) {
+  for (const peer::NodeEntry& node : table.nodes) {
     hetero_comm::v1::NodeEntry* entry = out->add_nodes();
     toProto(node.identity, entry->mutable_identity());
     entry->set_transport_address(node.transportAddress);
@@ -64,8 +64,8 @@ void toProto(const RankTable& table, hetero_comm::v1::RankTable* out) {
   }
 }
 
-Result<RankTable> fromProto(const hetero_comm::v1::RankTable& message) {
-  RankTable table;
+Result<peer::RankTable> fromProto(const hetero_comm::v1::RankTable& message) {
+  peer::RankTable table;
   table.nranks = message.nranks();
   table.identity = message.identity();
   for (const auto& p : message.ranks()) table.ranks.push_back({p.node(), p.local_rank()});
@@ -74,7 +74,7 @@ Result<RankTable> fromProto(const hetero_comm::v1::RankTable& message) {
                            node.transport_address(),
                            {node.ranks().begin(), node.ranks().end()}});
   }
-  HC_RETURN_IF_ERROR(validateRankTable(table));
+  HC_RETURN_IF_ERROR(peer::validateRankTable(table));
   return table;
 }
 

@@ -7,20 +7,20 @@
 
 #include "common/status.h"
 #include "daemon/control/membership_proof.h"
-#include "daemon/control/peer_types.h"
+#include "daemon/peer/peer_types.h"
 #include "hetero_comm/v1/peer.pb.h"
 
 namespace hc::control {
 
-void toProto(const JoinRequest& join, const Nonce& rootNonce, const Nonce& joinerNonce,
+void toProto(const peer::JoinRequest& join, const Nonce& rootNonce, const Nonce& joinerNonce,
              const Proof& proof, hetero_comm::v1::JoinRequest* out);
 // The join in `message`; InvalidArgument for a wrong key size. Leaves nonces and proof alone.
-[[nodiscard]] Result<JoinRequest> fromProto(const hetero_comm::v1::JoinRequest& message);
+[[nodiscard]] Result<peer::JoinRequest> fromProto(const hetero_comm::v1::JoinRequest& message);
 
-void toProto(const RankTable& table, hetero_comm::v1::RankTable* out);
+void toProto(const peer::RankTable& table, hetero_comm::v1::RankTable* out);
 // InvalidArgument when the table does not hold together (validateRankTable). Leaves the proof
 // alone.
-[[nodiscard]] Result<RankTable> fromProto(const hetero_comm::v1::RankTable& message);
+[[nodiscard]] Result<peer::RankTable> fromProto(const hetero_comm::v1::RankTable& message);
 
 // A bytes field as bytes.
 inline std::span<const uint8_t> bytesOf(const std::string& field) {

@@ -12,7 +12,7 @@ namespace {
 // withdraw() took it back first; gRPC then calls OnDone, which frees it.
 class JoinReactor final : public grpc::ServerUnaryReactor {
  public:
-  JoinReactor(JoinRegistry& registry, const ClusterToken& token, const CommKey& key,
+  JoinReactor(JoinRegistry& registry, const ClusterToken& token, const peer::CommKey& key,
               const Nonce& joinerNonce, hetero_comm::v1::JoinResponse* response)
       : registry_(registry),
         token_(token),
@@ -23,12 +23,12 @@ class JoinReactor final : public grpc::ServerUnaryReactor {
 
   JoinTicket ticket() const { return ticket_; }
 
-  void complete(const Result<RankTable>& result) {
+  void complete(const Result<peer::RankTable>& result) {
     if (result.isOk()) {
       toProto(result.value(), response_->mutable_table());
       Proof proof = computeTableProof(token_, joinerNonce_, key_, result.value());
       response_->set_table_proof(proof.data(), proof.size());
-      response_->set_wire_version(wireVersion());
+      response_->set_wire_version(peer::wireVersion());
     }
     Finish(toGrpcStatus(result.status()));  // `this` may be gone from here on
   }
@@ -44,7 +44,7 @@ class JoinReactor final : public grpc::ServerUnaryReactor {
  private:
   JoinRegistry& registry_;
   const ClusterToken& token_;  // the service's, which outlives every reactor
-  const CommKey key_;
+  const peer::CommKey key_;
   const Nonce joinerNonce_;
   const JoinTicket ticket_;
   hetero_comm::v1::JoinResponse* const response_;  // owned by gRPC until OnDone
@@ -80,16 +80,17 @@ Result<PeerService::Admitted> PeerService::admit(const hetero_comm::v1::JoinRequ
   Result<Nonce> rootNonce = nonceOf(request.nonce(), "nonce");
   Result<Nonce> joinerNonce = nonceOf(request.joiner_nonce(), "joiner_nonce");
   if (!joinerNonce.isOk()) return joinerNonce.status();
-  Result<JoinRequest> join = fromProto(request);
+  Result<peer::JoinRequest> join = fromProto(request);
   if (!join.isOk()) return join.status();
   // Before the proof: a daemon of another version may also prove membership another way, and
   // its operator needs the versions, not "wrong proof".
-  if (join->wireVersion != wireVersion()) {
+  if (join->wireVersion != peer::wireVersion()) {
     spdlog::warn("peer bootstrap: refused a join from {}: {}", peer,
-                 wireVersionMismatch("it", join->wireVersion, wireVersion()));
+                 peer::wireVersionMismatch("it", join->wireVersion, peer::wireVersion()));
     return Status(Code::InvalidArgument,
-                  "join refused by the root: " +
-                      wireVersionMismatch("the joining daemon", join->wireVersion, wireVersion()));
+                  "join refused by the root: " + peer::wireVersionMismatch("the joining daemon",
+                                                                           join->wireVersion,
+                                                                           peer::wireVersion()));
   }
   if (!verifyJoinProof(token_, rootNonce.value(), joinerNonce.value(), join.value(),
                        bytesOf(request.proof()))) {
@@ -98,7 +99,7 @@ Result<PeerService::Admitted> PeerService::admit(const hetero_comm::v1::JoinRequ
                   "join refused: the membership proof does not match (the joining daemon's "
                   "cluster token differs from the root's)");
   }
-  HC_RETURN_IF_ERROR(validateJoin(join.value()));
+  HC_RETURN_IF_ERROR(peer::validateJoin(join.value()));
   return Admitted{std::move(join).value(), joinerNonce.value()};
 }
 
@@ -114,7 +115,7 @@ grpc::ServerUnaryReactor* PeerService::Join(grpc::CallbackServerContext* context
   auto* reactor =
       new JoinReactor(registry_, token_, admitted->join.key, admitted->joinerNonce, response);
   registry_.add(reactor->ticket(), std::move(admitted->join),
-                [reactor](Result<RankTable> result) { reactor->complete(result); });
+                [reactor](Result<peer::RankTable> result) { reactor->complete(result); });
   return reactor;
 }
 

@@ -31,13 +31,13 @@ class PeerService final : public hetero_comm::v1::Peer::CallbackService {
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* context,
                                  const hetero_comm::v1::JoinRequest* request,
                                  hetero_comm::v1::JoinResponse* response) override;
-  grpc::ServerUnaryReactor* GetCommProgress(grpc::CallbackServerContext* context,
-                                            const hetero_comm::v1::CommProgressRequest* request,
-                                            hetero_comm::v1::CommProgressResponse* response) override;
+  grpc::ServerUnaryReactor* GetCommProgress(
+      grpc::CallbackServerContext* context, const hetero_comm::v1::CommProgressRequest* request,
+      hetero_comm::v1::CommProgressResponse* response) override;
 
  private:
   struct Admitted {
-    JoinRequest join;
+    peer::JoinRequest join;
     Nonce joinerNonce;
   };
   // Everything before the registry: the join, or the status to answer with at once.

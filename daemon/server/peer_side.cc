@@ -69,7 +69,7 @@ Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& co
   if (!executor.isOk()) return executor.status();
   p->executor_ = std::move(executor.value());
 
-  auto identity = control::localNodeIdentity(p->advertise_);
+  auto identity = peer::localNodeIdentity(p->advertise_);
   if (!identity.isOk()) return identity.status();
   p->identity_ = std::move(identity.value());
   auto algo = coll::net::parseAllreduceAlgo(config.peerAlgo);
@@ -96,7 +96,7 @@ session::MultiNode PeerSide::multiNode() {
   return m;
 }
 
-void PeerSide::join(const std::string& root, control::JoinRequest request,
+void PeerSide::join(const std::string& root, peer::JoinRequest request,
                     std::chrono::steady_clock::time_point deadline, Done done) {
   if (!client_) {
     done(unavailable("hetero-commd is shutting down"));

@@ -39,7 +39,7 @@ class PeerSide final : public session::Bootstrap {
   const std::string& advertise() const { return advertise_; }
 
   // session::Bootstrap. After shutdown(), fails at once.
-  void join(const std::string& root, control::JoinRequest request,
+  void join(const std::string& root, peer::JoinRequest request,
             std::chrono::steady_clock::time_point deadline, Done done) override;
 
   // Cancels the joins under way (their callbacks run now, with Unavailable), stops the listener
@@ -52,7 +52,7 @@ class PeerSide final : public session::Bootstrap {
   std::unique_ptr<control::PeerServer> server_;
   std::unique_ptr<control::PeerClient> client_;
   std::unique_ptr<coll::net::NetExecutor> executor_;
-  control::NodeIdentity identity_;
+  peer::NodeIdentity identity_;
   std::string advertise_;
   coll::net::NetOpOptions netOptions_;
   session::DirectDevices direct_;

@@ -10,18 +10,18 @@
 
 #include "common/status.h"
 #include "daemon/coll/net/net_executor.h"
-#include "daemon/control/peer_types.h"
+#include "daemon/peer/peer_types.h"
 #include "daemon/session/direct_probe.h"
 
 namespace hc::session {
 
 class Bootstrap {
  public:
-  using Done = std::function<void(Result<control::RankTable>)>;
+  using Done = std::function<void(Result<peer::RankTable>)>;
   virtual ~Bootstrap() = default;
   // Joins request.ranks of communicator request.key at the root daemon `root` ("host:port").
   // `done` runs exactly once, on any thread, and must not block.
-  virtual void join(const std::string& root, control::JoinRequest request,
+  virtual void join(const std::string& root, peer::JoinRequest request,
                     std::chrono::steady_clock::time_point deadline, Done done) = 0;
 };
 
@@ -30,7 +30,7 @@ class Bootstrap {
 struct MultiNode {
   Bootstrap* bootstrap = nullptr;         // borrowed
   coll::net::NetExecutor* executor = nullptr;  // borrowed
-  control::NodeIdentity identity;          // this daemon, as it joins
+  peer::NodeIdentity identity;          // this daemon, as it joins
   coll::net::NetOpOptions netOptions;      // chunking and algorithm choice among daemons
   DirectDevices direct;                    // devices whose memory the transport takes in place
   bool enabled() const { return bootstrap != nullptr && executor != nullptr; }

@@ -22,9 +22,9 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 std::string commKeyHex(const uint8_t (&key)[16]) {
-  control::CommKey k;
+  peer::CommKey k;
   std::memcpy(k.data(), key, k.size());
-  return control::commKeyHex(k);
+  return peer::commKeyHex(k);
 }
 
 Engine::Engine(EngineOptions options, coll::ReductionPool* pool, MultiNode multiNode)
@@ -323,7 +323,8 @@ void Engine::abortHandle(const SessionPtr& session, uint64_t handle) {
   Member* m = session->member(handle);
   if (m == nullptr) return;
   auto comm = m->comm;
-  comm->leave(m->rank, unavailable("rank " + std::to_string(m->rank) + " aborted the communicator"));
+  comm->leave(m->rank,
+              unavailable("rank " + std::to_string(m->rank) + " aborted the communicator"));
   session->removeMember(handle);
   session->openGroups.erase(handle);
   propagateFailures();

@@ -110,11 +110,11 @@ class Engine {
   // A communicator forming across daemons, as this daemon sees it: each local rank joined at
   // the root on its own; the communicator forms when every local rank has the rank table.
   struct RemoteInit {
-    control::CommKey key{};
+    peer::CommKey key{};
     std::string root;
     int nranks = 0;
     std::map<int, Joiner> joined;
-    std::map<int, control::RankTable> answered;
+    std::map<int, peer::RankTable> answered;
     std::set<int> lost;  // joined, then the client went away
   };
   // A collective across daemons run as a pipeline of slices (slice_staging.h): slice `running`
@@ -159,7 +159,7 @@ class Engine {
   struct JoinAnswer {
     std::string key;
     int rank;
-    Result<control::RankTable> table;
+    Result<peer::RankTable> table;
     std::chrono::steady_clock::time_point readyAt;  // joinAnswerDelay after it came
   };
 
@@ -187,7 +187,7 @@ class Engine {
   void takeJoinAnswers();
   void onJoinAnswer(JoinAnswer answer);
   void failRemoteInit(const std::string& key, const Status& why);
-  void formAcrossNodes(const std::string& key, const control::RankTable& table);
+  void formAcrossNodes(const std::string& key, const peer::RankTable& table);
   // A communicator laid out as `layout`: remote ranks marked, and when it spans daemons its
   // inter-node side (identity, the daemons' addresses) with a watch on every other daemon. An
   // error when the identity is refused here (CommIdentities::claim).

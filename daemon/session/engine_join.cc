@@ -12,8 +12,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-control::CommKey keyBytes(const uint8_t (&key)[16]) {
-  control::CommKey k;
+peer::CommKey keyBytes(const uint8_t (&key)[16]) {
+  peer::CommKey k;
   std::memcpy(k.data(), key, k.size());
   return k;
 }
@@ -48,19 +48,19 @@ void Engine::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, st
   }
   init.joined[e.rank] = Joiner{session, e.requestId};
 
-  control::JoinRequest request;
+  peer::JoinRequest request;
   request.key = keyBytes(e.key);
   request.nranks = static_cast<uint32_t>(e.nranks);
   request.ranks = {static_cast<uint32_t>(e.rank)};
   request.node = multiNode_.identity;
-  request.wireVersion = control::wireVersion();
+  request.wireVersion = peer::wireVersion();
   const auto address = multiNode_.executor->address();
   request.transportAddress.assign(address.bytes.begin(), address.bytes.end());
   const int timeout = e.timeoutMs > 0 ? e.timeoutMs : options_.initTimeoutMs;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout);
   spdlog::debug("comm init {}: rank {} of {} joins at root {}", key, e.rank, e.nranks, root);
   multiNode_.bootstrap->join(root, std::move(request), deadline,
-                             [this, key, rank = e.rank](Result<control::RankTable> table) {
+                             [this, key, rank = e.rank](Result<peer::RankTable> table) {
                                {
                                  std::lock_guard<std::mutex> lock(finishedMutex_);
                                  joinAnswers_.push_back(
@@ -95,7 +95,7 @@ void Engine::onJoinAnswer(JoinAnswer answer) {
   RemoteInit& init = it->second;
   init.answered[answer.rank] = std::move(answer.table.value());
   if (init.answered.size() < init.joined.size()) return;
-  const control::RankTable& table = init.answered.begin()->second;
+  const peer::RankTable& table = init.answered.begin()->second;
   for (const auto& [rank, t] : init.answered) {
     if (!(t == table)) {
       return failRemoteInit(answer.key, internalError("comm init: the root sent different "
@@ -112,7 +112,7 @@ void Engine::failRemoteInit(const std::string& key, const Status& why) {
   remoteInits_.erase(it);
 }
 
-void Engine::formAcrossNodes(const std::string& key, const control::RankTable& table) {
+void Engine::formAcrossNodes(const std::string& key, const peer::RankTable& table) {
   RemoteInit init = std::move(remoteInits_[key]);
   remoteInits_.erase(key);
   std::vector<std::vector<uint32_t>> ranksOfNode;

@@ -62,8 +62,8 @@ std::string describe(const Descriptor& d) {
 }
 
 // A notice's transfer with daemon `node`: a send of ours, or the watch's receive of theirs.
-coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t node, uint64_t identity,
-                            std::vector<uint8_t>& notice,
+coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t node,
+                            uint64_t identity, std::vector<uint8_t>& notice,
                             const std::vector<transport::PeerAddress>& nodes) {
   coll::net::NetJob job;
   job.spec.kind = kind;
@@ -225,7 +225,7 @@ void Engine::splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const N
   run.layout = net.layout;
   run.notice.assign(static_cast<size_t>(layout.nranks()) * kSplitWords * sizeof(int32_t), 0);
   for (size_t i = 0; i < match.ops.size(); ++i) {
-    Result<uint64_t> proposal = control::drawCommIdentity();
+    Result<uint64_t> proposal = peer::drawCommIdentity();
     if (!proposal.isOk()) {
       comm->finishMatch(match, proposal.status());
       return;

@@ -6,7 +6,7 @@
 //     bit 61       kNoticeSeq alone: failure notices and goodbyes between the daemons.
 //   bit 63 = 1   a send/recv between two ranks (transferSeq):
 //     bits 62..43  the sending rank, bits 42..23 the receiving rank (20 bits each: every rank
-//                  below control::kMaxRanks), bits 22..0 the transfer's sequence number in that
+//                  below peer::kMaxRanks), bits 22..0 the transfer's sequence number in that
 //                  (src, dst) pair, modulo 2^23. Transfers of one pair are posted in that pair's
 //                  order on both ends and the transport matches one peer's messages with one tag
 //                  in posting order, so a wrapped number still matches its own transfer.
@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "daemon/control/peer_types.h"
+#include "daemon/peer/peer_types.h"
 
 namespace hc::session {
 
@@ -28,7 +28,7 @@ constexpr int kTransferSrcShift = 43;
 constexpr int kTransferDstShift = 23;
 constexpr uint64_t kTransferRankMask = (1ull << 20) - 1;
 constexpr uint64_t kTransferSeqMask = (1ull << kTransferDstShift) - 1;
-static_assert(control::kMaxRanks - 1 <= kTransferRankMask, "a rank must fit its tag field");
+static_assert(peer::kMaxRanks - 1 <= kTransferRankMask, "a rank must fit its tag field");
 
 constexpr uint64_t collectiveSeq(uint64_t seq) { return seq & kCollectiveSeqMask; }
 

@@ -1,6 +1,6 @@
 // NodeLayout: where the ranks of a communicator that spans daemons live. Node n hosts
 // ranksOfNode[n] (its local ranks, ascending); this daemon is node `self`. Built from the rank
-// table the root daemon sent (daemon/control/peer_types.h), kept here as plain vectors so coll/
+// table the root daemon sent (daemon/peer/peer_types.h), kept here as plain vectors so coll/
 // stays free of the control plane.
 #pragma once
 

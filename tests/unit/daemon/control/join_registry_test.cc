@@ -24,7 +24,7 @@ using ::testing::HasSubstr;
 class Outcomes {
  public:
   JoinDone slot(size_t index) {
-    return [this, index](Result<RankTable> result) {
+    return [this, index](Result<peer::RankTable> result) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         HC_CHECK(!results_[index].has_value());  // exactly once
@@ -42,7 +42,7 @@ class Outcomes {
     std::lock_guard<std::mutex> lock(mutex_);
     return results_[index].has_value();
   }
-  Result<RankTable> result(size_t index) const {
+  Result<peer::RankTable> result(size_t index) const {
     std::lock_guard<std::mutex> lock(mutex_);
     HC_CHECK(results_[index].has_value());
     return *results_[index];
@@ -55,13 +55,13 @@ class Outcomes {
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable settled_;
-  std::vector<std::optional<Result<RankTable>>> results_;
+  std::vector<std::optional<Result<peer::RankTable>>> results_;
 };
 
 class JoinRegistryTest : public ::testing::Test {
  protected:
   // Adds `request`; returns its index into outcomes_ (and its ticket through `ticket`).
-  size_t join(JoinRequest request, JoinTicket* ticket = nullptr) {
+  size_t join(peer::JoinRequest request, JoinTicket* ticket = nullptr) {
     const size_t index = outcomes_.open();
     const JoinTicket t = registry_.newTicket();
     if (ticket != nullptr) *ticket = t;
@@ -71,9 +71,9 @@ class JoinRegistryTest : public ::testing::Test {
 
   // `want` with any identity; every joiner of a communicator gets the same one, and no two
   // communicators of this registry share one.
-  void expectTable(size_t index, const RankTable& want) {
+  void expectTable(size_t index, const peer::RankTable& want) {
     ASSERT_TRUE(outcomes_.settled(index)) << "join " << index << " is still pending";
-    Result<RankTable> r = outcomes_.result(index);
+    Result<peer::RankTable> r = outcomes_.result(index);
     ASSERT_TRUE(r.isOk()) << "join " << index << ": " << r.status().toString();
     const uint64_t identity = r.value().identity;
     EXPECT_GE(identity, transport::kFirstCommIdentity) << "join " << index;
@@ -84,7 +84,7 @@ class JoinRegistryTest : public ::testing::Test {
     } else {
       EXPECT_EQ(identity, known->second) << "join " << index << " got another identity";
     }
-    RankTable expected = want;
+    peer::RankTable expected = want;
     expected.identity = identity;
     EXPECT_EQ(r.value(), expected) << "join " << index;
   }
@@ -94,9 +94,9 @@ class JoinRegistryTest : public ::testing::Test {
 
  private:
   // A table's nodes and their transport addresses (which name the key in makeJoin's joins).
-  static std::string describeTable(const RankTable& table) {
+  static std::string describeTable(const peer::RankTable& table) {
     std::string text = std::to_string(table.nranks);
-    for (const NodeEntry& node : table.nodes) text += "|" + node.transportAddress;
+    for (const peer::NodeEntry& node : table.nodes) text += "|" + node.transportAddress;
     return text;
   }
   std::map<std::string, uint64_t> identityOf_;
@@ -105,15 +105,15 @@ class JoinRegistryTest : public ::testing::Test {
 
 // Two nodes, two ranks each: a holds 0 and 2, b holds 1 and 3. makeJoin gives every join of one
 // node the same identity and transport address, as one daemon would.
-std::vector<JoinRequest> oneJoinPerRank(const CommKey& key) {
+std::vector<peer::JoinRequest> oneJoinPerRank(const peer::CommKey& key) {
   return {makeJoin(key, 4, {0}, "a"), makeJoin(key, 4, {1}, "b"), makeJoin(key, 4, {2}, "a"),
           makeJoin(key, 4, {3}, "b")};
 }
 
-RankTable twoByTwoTable(const CommKey& key) {
-  const JoinRequest a = makeJoin(key, 4, {}, "a");
-  const JoinRequest b = makeJoin(key, 4, {}, "b");
-  RankTable table;
+peer::RankTable twoByTwoTable(const peer::CommKey& key) {
+  const peer::JoinRequest a = makeJoin(key, 4, {}, "a");
+  const peer::JoinRequest b = makeJoin(key, 4, {}, "b");
+  peer::RankTable table;
   table.nranks = 4;
   table.nodes = {{a.node, a.transportAddress, {0, 2}}, {b.node, b.transportAddress, {1, 3}}};
   table.ranks = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
@@ -124,8 +124,8 @@ TEST_F(JoinRegistryTest, RanksJoiningOneAtATimeGetOneTableInEveryOrder) {
   std::vector<size_t> order = {0, 1, 2, 3};
   uint8_t seed = 0;
   do {
-    const CommKey key = keyOf(++seed);
-    const std::vector<JoinRequest> joins = oneJoinPerRank(key);
+    const peer::CommKey key = keyOf(++seed);
+    const std::vector<peer::JoinRequest> joins = oneJoinPerRank(key);
     std::vector<size_t> indices;
     for (size_t n = 0; n < order.size(); ++n) {
       indices.push_back(join(joins[order[n]]));
@@ -139,7 +139,7 @@ TEST_F(JoinRegistryTest, RanksJoiningOneAtATimeGetOneTableInEveryOrder) {
 }
 
 TEST_F(JoinRegistryTest, SingleAndMultiRankJoinsOfOneNodeMerge) {
-  const CommKey key = keyOf(40);
+  const peer::CommKey key = keyOf(40);
   // a: rank 2 alone, then 0 alone; b: 3 and 1 in one join, in no particular order.
   size_t a2 = join(makeJoin(key, 4, {2}, "a"));
   size_t b = join(makeJoin(key, 4, {3, 1}, "b"));
@@ -148,7 +148,7 @@ TEST_F(JoinRegistryTest, SingleAndMultiRankJoinsOfOneNodeMerge) {
 }
 
 TEST_F(JoinRegistryTest, RetryOfOneRankReplacesOnlyItsEarlierJoin) {
-  const CommKey key = keyOf(41);
+  const peer::CommKey key = keyOf(41);
   size_t a0 = join(makeJoin(key, 4, {0}, "a"));
   size_t a2 = join(makeJoin(key, 4, {2}, "a"));
   size_t b1 = join(makeJoin(key, 4, {1}, "b"));
@@ -165,7 +165,7 @@ TEST_F(JoinRegistryTest, RetryOfOneRankReplacesOnlyItsEarlierJoin) {
 }
 
 TEST_F(JoinRegistryTest, RetryOfARankOfAMultiRankJoinReplacesThatWholeJoin) {
-  const CommKey key = keyOf(42);
+  const peer::CommKey key = keyOf(42);
   size_t pair = join(makeJoin(key, 4, {0, 2}, "a"));
   size_t retry = join(makeJoin(key, 4, {2}, "a"));
   ASSERT_TRUE(outcomes_.settled(pair));
@@ -179,7 +179,7 @@ TEST_F(JoinRegistryTest, RetryOfARankOfAMultiRankJoinReplacesThatWholeJoin) {
 }
 
 TEST_F(JoinRegistryTest, SameRankFromTwoNodesFailsOnlyTheNewJoin) {
-  const CommKey key = keyOf(43);
+  const peer::CommKey key = keyOf(43);
   size_t a0 = join(makeJoin(key, 2, {0}, "a"));
   size_t b0 = join(makeJoin(key, 2, {0}, "b"));
   ASSERT_TRUE(outcomes_.settled(b0));
@@ -198,7 +198,7 @@ TEST_F(JoinRegistryTest, SameRankFromTwoNodesFailsOnlyTheNewJoin) {
 }
 
 TEST_F(JoinRegistryTest, DuplicateInsideAMultiRankJoinRefusesItWhole) {
-  const CommKey key = keyOf(44);
+  const peer::CommKey key = keyOf(44);
   join(makeJoin(key, 4, {1}, "b"));
   size_t a = join(makeJoin(key, 4, {0, 1}, "a"));
   EXPECT_EQ(outcomes_.result(a).status().code(), Code::InvalidArgument);
@@ -206,10 +206,10 @@ TEST_F(JoinRegistryTest, DuplicateInsideAMultiRankJoinRefusesItWhole) {
 }
 
 TEST_F(JoinRegistryTest, TransportAddressDisagreementFailsEveryJoiner) {
-  const CommKey key = keyOf(45);
+  const peer::CommKey key = keyOf(45);
   size_t a0 = join(makeJoin(key, 3, {0}, "a"));
   size_t b1 = join(makeJoin(key, 3, {1}, "b"));
-  JoinRequest impostor = makeJoin(key, 3, {2}, "a");
+  peer::JoinRequest impostor = makeJoin(key, 3, {2}, "a");
   impostor.transportAddress = "another-ucx-worker";
   size_t a2 = join(impostor);
   for (size_t index : {a0, b1, a2}) {
@@ -229,9 +229,9 @@ TEST_F(JoinRegistryTest, TransportAddressDisagreementFailsEveryJoiner) {
 // The replaced join is gone, so it is not a second address: a node whose only join is retried
 // from a new UCX worker (its daemon restarted) may bring the new address.
 TEST_F(JoinRegistryTest, RetryMayChangeTheAddressOfANodeWithNoOtherJoin) {
-  const CommKey key = keyOf(46);
+  const peer::CommKey key = keyOf(46);
   size_t first = join(makeJoin(key, 2, {0}, "a"));
-  JoinRequest restarted = makeJoin(key, 2, {0}, "a");
+  peer::JoinRequest restarted = makeJoin(key, 2, {0}, "a");
   restarted.transportAddress = "new-ucx-worker";
   size_t retry = join(restarted);
   EXPECT_EQ(outcomes_.result(first).status().code(), Code::Unavailable);
@@ -242,7 +242,7 @@ TEST_F(JoinRegistryTest, RetryMayChangeTheAddressOfANodeWithNoOtherJoin) {
 }
 
 TEST_F(JoinRegistryTest, WithdrawnRankLeavesItsNodeAndCanJoinAgain) {
-  const CommKey key = keyOf(47);
+  const peer::CommKey key = keyOf(47);
   JoinTicket ticket = 0;
   size_t a0 = join(makeJoin(key, 3, {0}, "a"), &ticket);
   size_t a1 = join(makeJoin(key, 3, {1}, "a"));
@@ -260,8 +260,8 @@ TEST_F(JoinRegistryTest, WithdrawnRankLeavesItsNodeAndCanJoinAgain) {
 }
 
 TEST_F(JoinRegistryTest, DeadlineCountsNodesNotJoins) {
-  const CommKey key = keyOf(48);
-  JoinRequest a0 = makeJoin(key, 3, {0}, "a");
+  const peer::CommKey key = keyOf(48);
+  peer::JoinRequest a0 = makeJoin(key, 3, {0}, "a");
   a0.timeout = 50ms;
   size_t first = join(a0);
   size_t second = join(makeJoin(key, 3, {1}, "a"));

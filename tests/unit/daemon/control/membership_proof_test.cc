@@ -55,22 +55,22 @@ TEST(MembershipProofTest, JoinProofVerifiesOnlyForTheSameTokenNoncesAndJoin) {
   ClusterToken other = tokenOf("another-token-of-the-right-size");
   const Nonce root = nonceOf(1);
   const Nonce joiner = nonceOf(2);
-  JoinRequest join = makeJoin(keyOf(1), 4, {1, 2}, "a");
+  peer::JoinRequest join = makeJoin(keyOf(1), 4, {1, 2}, "a");
   Proof proof = computeJoinProof(token, root, joiner, join);
   EXPECT_TRUE(verifyJoinProof(token, root, joiner, join, proof));
   EXPECT_FALSE(verifyJoinProof(other, root, joiner, join, proof));
   EXPECT_FALSE(verifyJoinProof(token, nonceOf(3), joiner, join, proof));
   EXPECT_FALSE(verifyJoinProof(token, root, nonceOf(3), join, proof));
   // Same ranks in another local order is another join.
-  JoinRequest reordered = join;
+  peer::JoinRequest reordered = join;
   reordered.ranks = {2, 1};
   EXPECT_FALSE(verifyJoinProof(token, root, joiner, reordered, proof));
   // Field boundaries are length-prefixed: moving bytes between fields changes the message.
-  JoinRequest shifted = join;
+  peer::JoinRequest shifted = join;
   shifted.node.hostname += shifted.node.bootId.substr(0, 1);
   shifted.node.bootId.erase(0, 1);
   EXPECT_NE(joinProofMessage(root, joiner, join), joinProofMessage(root, joiner, shifted));
-  JoinRequest otherVersion = join;
+  peer::JoinRequest otherVersion = join;
   otherVersion.wireVersion = join.wireVersion + 1;
   EXPECT_FALSE(verifyJoinProof(token, root, joiner, otherVersion, proof));
   EXPECT_FALSE(verifyJoinProof(token, root, joiner, join, std::span(proof).first(31)));
@@ -80,21 +80,21 @@ TEST(MembershipProofTest, TableProofVerifiesOnlyForTheSameTokenNonceKeyAndTable)
   ClusterToken token = tokenOf(kToken);
   ClusterToken other = tokenOf("another-token-of-the-right-size");
   const Nonce joiner = nonceOf(7);
-  JoinRequest a = makeJoin(keyOf(1), 3, {0, 2}, "a");
-  JoinRequest b = makeJoin(keyOf(1), 3, {1}, "b");
-  RankTable table = buildRankTable(3, {&a, &b}, kTestIdentity);
+  peer::JoinRequest a = makeJoin(keyOf(1), 3, {0, 2}, "a");
+  peer::JoinRequest b = makeJoin(keyOf(1), 3, {1}, "b");
+  peer::RankTable table = peer::buildRankTable(3, {&a, &b}, kTestIdentity);
   Proof proof = computeTableProof(token, joiner, keyOf(1), table);
   EXPECT_TRUE(verifyTableProof(token, joiner, keyOf(1), table, proof));
   EXPECT_FALSE(verifyTableProof(other, joiner, keyOf(1), table, proof));
   EXPECT_FALSE(verifyTableProof(token, nonceOf(8), keyOf(1), table, proof)) << "replayed answer";
   EXPECT_FALSE(verifyTableProof(token, joiner, keyOf(2), table, proof));
-  RankTable redirected = table;
+  peer::RankTable redirected = table;
   redirected.nodes[1].transportAddress = "attacker";
   EXPECT_FALSE(verifyTableProof(token, joiner, keyOf(1), redirected, proof));
-  RankTable moved = table;
+  peer::RankTable moved = table;
   moved.ranks[2].localRank = 0;
   EXPECT_FALSE(verifyTableProof(token, joiner, keyOf(1), moved, proof));
-  RankTable renamed = table;  // another communicator's identity: its messages would be ours
+  peer::RankTable renamed = table;  // another communicator's identity: its messages would be ours
   renamed.identity ^= 1ull << 40;
   EXPECT_FALSE(verifyTableProof(token, joiner, keyOf(1), renamed, proof));
 }

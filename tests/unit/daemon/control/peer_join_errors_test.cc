@@ -12,12 +12,12 @@ using ::testing::HasSubstr;
 class PeerJoinErrorTest : public PeerFixture {};
 
 TEST_F(PeerJoinErrorTest, DuplicateRankFailsOnlyTheDuplicate) {
-  CommKey key = keyOf(10);
+  peer::CommKey key = keyOf(10);
   Joiners joiners(root_, tokenPath_);
   size_t first = joiners.start(makeJoin(key, 2, {0}, "a"), Clock::now() + 20s);
   awaitJoined(key, 1);
 
-  Result<RankTable> duplicate =
+  Result<peer::RankTable> duplicate =
       newClient()->join(root_, makeJoin(key, 2, {0}, "b"), Clock::now() + 20s);
   ASSERT_FALSE(duplicate.isOk());
   EXPECT_EQ(duplicate.status().code(), Code::InvalidArgument);
@@ -33,16 +33,16 @@ TEST_F(PeerJoinErrorTest, DuplicateRankFailsOnlyTheDuplicate) {
 }
 
 TEST_F(PeerJoinErrorTest, NranksMismatchFailsEveryJoiner) {
-  CommKey key = keyOf(11);
+  peer::CommKey key = keyOf(11);
   Joiners joiners(root_, tokenPath_);
   size_t a = joiners.start(makeJoin(key, 3, {0}, "a"), Clock::now() + 20s);
   size_t b = joiners.start(makeJoin(key, 3, {1}, "b"), Clock::now() + 20s);
   awaitJoined(key, 2);
 
-  const Result<RankTable> odd =
+  const Result<peer::RankTable> odd =
       newClient()->join(root_, makeJoin(key, 4, {2}, "c"), Clock::now() + 20s);
   joiners.joinAll();
-  for (const Result<RankTable>* r : {&odd, &joiners.result(a), &joiners.result(b)}) {
+  for (const Result<peer::RankTable>* r : {&odd, &joiners.result(a), &joiners.result(b)}) {
     ASSERT_FALSE(r->isOk());
     EXPECT_EQ(r->status().code(), Code::InvalidArgument);
     EXPECT_THAT(r->status().message(), HasSubstr("nranks mismatch"));
@@ -54,7 +54,7 @@ TEST_F(PeerJoinErrorTest, NranksMismatchFailsEveryJoiner) {
 TEST_F(PeerJoinErrorTest, MissingRankFailsEveryJoinerAtTheDeadline) {
   constexpr auto kDeadline = 300ms;
   constexpr auto kSlack = 700ms;  // two shared cores, other builds running
-  CommKey key = keyOf(12);
+  peer::CommKey key = keyOf(12);
   Joiners joiners(root_, tokenPath_);
   const auto began = Clock::now();
   const auto deadline = began + kDeadline;
@@ -62,7 +62,7 @@ TEST_F(PeerJoinErrorTest, MissingRankFailsEveryJoinerAtTheDeadline) {
   joiners.start(makeJoin(key, 3, {1}, "b"), deadline);
   joiners.joinAll();
   for (size_t i = 0; i < joiners.size(); ++i) {
-    const Result<RankTable>& r = joiners.result(i);
+    const Result<peer::RankTable>& r = joiners.result(i);
     ASSERT_FALSE(r.isOk());
     EXPECT_EQ(r.status().code(), Code::Timeout) << r.status().toString();
     // The root's message, not gRPC's own deadline: it names who is missing.
@@ -73,7 +73,8 @@ TEST_F(PeerJoinErrorTest, MissingRankFailsEveryJoinerAtTheDeadline) {
 
   // A straggler gets the same failure at once instead of opening the communicator again.
   const auto lateBegan = Clock::now();
-  Result<RankTable> late = newClient()->join(root_, makeJoin(key, 3, {2}, "c"), Clock::now() + 20s);
+  Result<peer::RankTable> late =
+      newClient()->join(root_, makeJoin(key, 3, {2}, "c"), Clock::now() + 20s);
   ASSERT_FALSE(late.isOk());
   EXPECT_EQ(late.status().code(), Code::Timeout);
   EXPECT_THAT(late.status().message(), HasSubstr("already failed"));
@@ -82,13 +83,13 @@ TEST_F(PeerJoinErrorTest, MissingRankFailsEveryJoinerAtTheDeadline) {
 
 // The timer sleeps until the earliest deadline; a join bringing an earlier one must wake it.
 TEST_F(PeerJoinErrorTest, EarlierDeadlineOfAnotherCommunicatorIsKept) {
-  CommKey patient = keyOf(13);
-  CommKey hurried = keyOf(14);
+  peer::CommKey patient = keyOf(13);
+  peer::CommKey hurried = keyOf(14);
   Joiners joiners(root_, tokenPath_);
   size_t p0 = joiners.start(makeJoin(patient, 2, {0}, "a"), Clock::now() + 20s);
   awaitJoined(patient, 1);
   const auto began = Clock::now();
-  Result<RankTable> hurriedResult =
+  Result<peer::RankTable> hurriedResult =
       newClient()->join(root_, makeJoin(hurried, 2, {0}, "b"), Clock::now() + 300ms);
   const auto hurriedElapsed = Clock::now() - began;
   EXPECT_EQ(hurriedResult.status().code(), Code::Timeout) << hurriedResult.status().toString();
@@ -104,8 +105,8 @@ TEST_F(PeerJoinErrorTest, EarlierDeadlineOfAnotherCommunicatorIsKept) {
 TEST_F(PeerJoinErrorTest, WrongTokenIsRefusedAndLeavesNoTrace) {
   const std::string otherToken = dir_.file("other-token");
   writeFile(otherToken, "a-different-cluster-token-entirely", 0600);
-  CommKey key = keyOf(15);
-  Result<RankTable> r =
+  peer::CommKey key = keyOf(15);
+  Result<peer::RankTable> r =
       newClient(otherToken)->join(root_, makeJoin(key, 2, {0}, "intruder"), Clock::now() + 20s);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::PermissionDenied);
@@ -122,10 +123,10 @@ TEST_F(PeerJoinErrorTest, WrongTokenIsRefusedAndLeavesNoTrace) {
 }
 
 TEST_F(PeerJoinErrorTest, JoinerOfAnotherWireVersionIsRefusedNamingBoth) {
-  CommKey key = keyOf(16);
-  JoinRequest old = makeJoin(key, 2, {0}, "old");
+  peer::CommKey key = keyOf(16);
+  peer::JoinRequest old = makeJoin(key, 2, {0}, "old");
   old.wireVersion = 1;
-  Result<RankTable> r = newClient()->join(root_, old, Clock::now() + 20s);
+  Result<peer::RankTable> r = newClient()->join(root_, old, Clock::now() + 20s);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::InvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr("speaks wire version 1"));
@@ -162,7 +163,7 @@ TEST_F(PeerJoinErrorTest, SecondListenerOnTheSamePortFails) {
 }
 
 TEST_F(PeerJoinErrorTest, ShutdownFailsPendingJoins) {
-  CommKey key = keyOf(16);
+  peer::CommKey key = keyOf(16);
   Joiners joiners(root_, tokenPath_);
   joiners.start(makeJoin(key, 2, {0}, "a"), Clock::now() + 20s);
   awaitJoined(key, 1);
@@ -177,7 +178,7 @@ TEST_F(PeerJoinErrorTest, UnreachableRootTimesOutAtTheDeadline) {
   // The port of a listener that has just shut down: nothing listens there.
   server_->shutdown();
   const auto began = Clock::now();
-  Result<RankTable> r =
+  Result<peer::RankTable> r =
       newClient()->join(root_, makeJoin(keyOf(17), 2, {0}, "a"), Clock::now() + 300ms);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::Timeout) << r.status().toString();

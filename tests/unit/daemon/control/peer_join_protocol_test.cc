@@ -41,7 +41,7 @@ class PeerProtocolTest : public PeerFixture {
   }
 
   // A correctly signed Join message for `join` under a fresh nonce.
-  v1::JoinRequest signedJoin(JoinRequest join) {
+  v1::JoinRequest signedJoin(peer::JoinRequest join) {
     join.timeout = 20'000ms;
     const Nonce rootNonce = challenge();
     const Nonce joinerNonce = randomNonce().value();
@@ -69,7 +69,7 @@ TEST_F(PeerProtocolTest, ReplayedNonceIsRefused) {
   Status first = send(message, 10s, &response);
   ASSERT_TRUE(first.isOk()) << first.toString();
   EXPECT_EQ(response.table().nranks(), 1u);
-  Result<RankTable> table = fromProto(response.table());
+  Result<peer::RankTable> table = fromProto(response.table());
   ASSERT_TRUE(table.isOk());
   EXPECT_TRUE(verifyTableProof(*token_, nonceOf(message.joiner_nonce(), "").value(), keyOf(20),
                                table.value(), bytesOf(response.table_proof())))
@@ -108,7 +108,7 @@ TEST_F(PeerProtocolTest, JoinWithoutChallengeIsRefused) {
 }
 
 TEST_F(PeerProtocolTest, MalformedJoinsAreInvalidArguments) {
-  auto expectInvalid = [&](JoinRequest join, const char* fragment) {
+  auto expectInvalid = [&](peer::JoinRequest join, const char* fragment) {
     Status s = send(signedJoin(std::move(join)));
     EXPECT_EQ(s.code(), Code::InvalidArgument) << s.toString();
     EXPECT_THAT(s.message(), HasSubstr(fragment));
@@ -117,7 +117,7 @@ TEST_F(PeerProtocolTest, MalformedJoinsAreInvalidArguments) {
   expectInvalid(makeJoin(keyOf(23), 2, {0, 0}, "a"), "appears twice");
   expectInvalid(makeJoin(keyOf(23), 0, {0}, "a"), "nranks 0");
   expectInvalid(makeJoin(keyOf(23), 2, {}, "a"), "no ranks");
-  JoinRequest noAddress = makeJoin(keyOf(23), 2, {0}, "a");
+  peer::JoinRequest noAddress = makeJoin(keyOf(23), 2, {0}, "a");
   noAddress.transportAddress.clear();
   expectInvalid(noAddress, "transport address");
 
@@ -135,7 +135,7 @@ TEST_F(PeerProtocolTest, MalformedJoinsAreInvalidArguments) {
 // A joiner that gives up (its call is cancelled) leaves the communicator, so its rank can join
 // again rather than being refused as a duplicate.
 TEST_F(PeerProtocolTest, AbandonedJoinIsWithdrawn) {
-  CommKey key = keyOf(24);
+  peer::CommKey key = keyOf(24);
   v1::JoinRequest message = signedJoin(makeJoin(key, 2, {0}, "a"));
   std::thread abandoned([&] {
     Status s = send(message, 1000ms);  // gRPC deadline far below the join's own timeout
@@ -155,16 +155,16 @@ TEST_F(PeerProtocolTest, AbandonedJoinIsWithdrawn) {
 
 // A node that joins again with the same ranks (its first reply was lost) replaces its first join.
 TEST_F(PeerProtocolTest, RetriedJoinFromTheSameNodeReplacesTheFirst) {
-  CommKey key = keyOf(25);
-  std::promise<Result<RankTable>> firstResult;
+  peer::CommKey key = keyOf(25);
+  std::promise<Result<peer::RankTable>> firstResult;
   std::unique_ptr<PeerClient> firstClient = newClient();
   firstClient->joinAsync(root_, makeJoin(key, 2, {0}, "a"), Clock::now() + 20s,
-                         [&](Result<RankTable> r) { firstResult.set_value(std::move(r)); });
+                         [&](Result<peer::RankTable> r) { firstResult.set_value(std::move(r)); });
   awaitJoined(key, 1);
 
   Joiners joiners(root_, tokenPath_);
   size_t retry = joiners.start(makeJoin(key, 2, {0}, "a"), Clock::now() + 20s);
-  Result<RankTable> first = firstResult.get_future().get();  // settled when the retry lands
+  Result<peer::RankTable> first = firstResult.get_future().get();  // settled when the retry lands
   ASSERT_FALSE(first.isOk());
   EXPECT_EQ(first.status().code(), Code::Unavailable);
   EXPECT_THAT(first.status().message(), HasSubstr("superseded"));
@@ -178,32 +178,33 @@ TEST_F(PeerProtocolTest, RetriedJoinFromTheSameNodeReplacesTheFirst) {
 // Destroying a PeerClient cancels its joins under way: the caller hears of it, and the root
 // withdraws the join.
 TEST_F(PeerProtocolTest, DestroyingTheClientCancelsItsJoins) {
-  CommKey key = keyOf(28);
-  std::promise<Result<RankTable>> result;
+  peer::CommKey key = keyOf(28);
+  std::promise<Result<peer::RankTable>> result;
   std::unique_ptr<PeerClient> client = newClient();
   client->joinAsync(root_, makeJoin(key, 2, {0}, "a"), Clock::now() + 20s,
-                    [&](Result<RankTable> r) { result.set_value(std::move(r)); });
+                    [&](Result<peer::RankTable> r) { result.set_value(std::move(r)); });
   awaitJoined(key, 1);
   const auto began = Clock::now();
   client.reset();
   EXPECT_LT(Clock::now() - began, 2s);
-  std::future<Result<RankTable>> settled = result.get_future();
+  std::future<Result<peer::RankTable>> settled = result.get_future();
   ASSERT_EQ(settled.wait_for(0s), std::future_status::ready)
       << "settled before the destructor returned";
-  Result<RankTable> r = settled.get();
+  Result<peer::RankTable> r = settled.get();
   EXPECT_EQ(r.status().code(), Code::Unavailable) << r.status().toString();
   awaitJoined(key, 0);
 }
 
 // Same node, other ranks: the joins merge into one node (a daemon joins once per local rank).
 TEST_F(PeerProtocolTest, SecondJoinFromTheSameNodeWithOtherRanksIsMerged) {
-  CommKey key = keyOf(26);
+  peer::CommKey key = keyOf(26);
   Joiners joiners(root_, tokenPath_);
   size_t first = joiners.start(makeJoin(key, 3, {0}, "a"), Clock::now() + 20s);
   awaitJoined(key, 1);
   size_t second = joiners.start(makeJoin(key, 3, {1}, "a"), Clock::now() + 20s);
   awaitJoined(key, 2);
-  Result<RankTable> last = newClient()->join(root_, makeJoin(key, 3, {2}, "b"), Clock::now() + 20s);
+  Result<peer::RankTable> last =
+      newClient()->join(root_, makeJoin(key, 3, {2}, "b"), Clock::now() + 20s);
   joiners.joinAll();
   ASSERT_TRUE(last.isOk()) << last.status().toString();
   ASSERT_EQ(last->nodes.size(), 2u);
@@ -232,8 +233,8 @@ class FakeRoot final : public v1::Peer::Service {
 
   grpc::Status Join(grpc::ServerContext*, const v1::JoinRequest* request,
                     v1::JoinResponse* response) override {
-    JoinRequest join = fromProto(*request).value();
-    RankTable table = buildRankTable(join.nranks, {&join}, kTestIdentity);
+    peer::JoinRequest join = fromProto(*request).value();
+    peer::RankTable table = peer::buildRankTable(join.nranks, {&join}, kTestIdentity);
     table.nodes[0].transportAddress = "attacker-controlled-address";
     toProto(table, response->mutable_table());
     Nonce joinerNonce = nonceOf(request->joiner_nonce(), "").value();
@@ -265,7 +266,7 @@ TEST_P(PeerClientRootCheckTest, OnlyATableSignedWithTheClusterTokenIsAccepted) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
 
-  Result<RankTable> table = newClient()->join("127.0.0.1:" + std::to_string(port),
+  Result<peer::RankTable> table = newClient()->join("127.0.0.1:" + std::to_string(port),
                                               makeJoin(keyOf(27), 1, {0}, "a"), Clock::now() + 20s);
   if (GetParam() == RootSigning::Honest) {
     ASSERT_TRUE(table.isOk()) << table.status().toString();

@@ -10,8 +10,8 @@ namespace {
 
 // Four nodes, eight ranks, each node bringing its ranks in one join, in no particular order.
 struct FourNodeJob {
-  CommKey key;
-  std::vector<JoinRequest> joins;
+  peer::CommKey key;
+  std::vector<peer::JoinRequest> joins;
 
   explicit FourNodeJob(uint8_t seed) : key(keyOf(seed)) {
     joins.push_back(makeJoin(key, 8, {3, 0}, "a"));
@@ -23,14 +23,14 @@ struct FourNodeJob {
 
 // Checks the table against the joins: nodes ordered by their lowest rank (a: 0, b: 1, d: 2,
 // c: 4), each node's ranks ascending, a rank's local rank its position among them.
-void expectFourNodeTable(const FourNodeJob& job, const RankTable& table) {
+void expectFourNodeTable(const FourNodeJob& job, const peer::RankTable& table) {
   ASSERT_EQ(table.nranks, 8u);
   ASSERT_EQ(table.nodes.size(), 4u);
   const std::vector<std::string> expectedOrder = {"host-a", "host-b", "host-d", "host-c"};
   for (size_t n = 0; n < 4; ++n) EXPECT_EQ(table.nodes[n].identity.hostname, expectedOrder[n]);
-  for (const JoinRequest& join : job.joins) {
+  for (const peer::JoinRequest& join : job.joins) {
     auto node = std::find_if(table.nodes.begin(), table.nodes.end(),
-                             [&](const NodeEntry& e) { return e.identity == join.node; });
+                             [&](const peer::NodeEntry& e) { return e.identity == join.node; });
     ASSERT_NE(node, table.nodes.end()) << join.node.toString();
     EXPECT_EQ(node->transportAddress, join.transportAddress);
     std::vector<uint32_t> sorted = join.ranks;
@@ -38,7 +38,7 @@ void expectFourNodeTable(const FourNodeJob& job, const RankTable& table) {
     EXPECT_EQ(node->ranks, sorted);
     const auto nodeIndex = static_cast<uint32_t>(node - table.nodes.begin());
     for (uint32_t local = 0; local < sorted.size(); ++local) {
-      EXPECT_EQ(table.ranks[sorted[local]], (RankPlacement{nodeIndex, local}))
+      EXPECT_EQ(table.ranks[sorted[local]], (peer::RankPlacement{nodeIndex, local}))
           << "rank " << sorted[local];
     }
   }
@@ -49,7 +49,7 @@ class PeerJoinTest : public PeerFixture {};
 TEST_F(PeerJoinTest, EveryJoinerGetsTheSameCompleteTable) {
   FourNodeJob job(1);
   Joiners joiners(root_, tokenPath_);
-  for (const JoinRequest& join : job.joins) joiners.start(join, Clock::now() + 20s);
+  for (const peer::JoinRequest& join : job.joins) joiners.start(join, Clock::now() + 20s);
   joiners.joinAll();
   for (size_t i = 0; i < joiners.size(); ++i) {
     ASSERT_TRUE(joiners.result(i).isOk()) << joiners.result(i).status().toString();
@@ -60,45 +60,45 @@ TEST_F(PeerJoinTest, EveryJoinerGetsTheSameCompleteTable) {
 }
 
 TEST_F(PeerJoinTest, SingleNodeCommunicatorFormsAtOnce) {
-  CommKey key = keyOf(2);
-  Result<RankTable> table =
+  peer::CommKey key = keyOf(2);
+  Result<peer::RankTable> table =
       newClient()->join(root_, makeJoin(key, 2, {1, 0}, "solo"), Clock::now() + 20s);
   ASSERT_TRUE(table.isOk()) << table.status().toString();
   ASSERT_EQ(table->nodes.size(), 1u);
   EXPECT_EQ(table->nodes[0].ranks, (std::vector<uint32_t>{0, 1})) << "ascending, as joined or not";
-  EXPECT_EQ(table->ranks[0], (RankPlacement{0, 0}));
-  EXPECT_EQ(table->ranks[1], (RankPlacement{0, 1}));
+  EXPECT_EQ(table->ranks[0], (peer::RankPlacement{0, 0}));
+  EXPECT_EQ(table->ranks[1], (peer::RankPlacement{0, 1}));
 }
 
 // What a daemon does: one Join per local rank, all through its one PeerClient, with the node's
 // identity and UCX address. Two daemons of two ranks each; every rank gets one merged table.
 TEST_F(PeerJoinTest, OneJoinPerRankGivesEveryRankTheSameMergedTable) {
-  const CommKey key = keyOf(6);
-  std::vector<std::promise<Result<RankTable>>> answers(4);  // outlives the clients' callbacks
+  const peer::CommKey key = keyOf(6);
+  std::vector<std::promise<Result<peer::RankTable>>> answers(4);  // outlives the clients' callbacks
   std::unique_ptr<PeerClient> daemonA = newClient();
   std::unique_ptr<PeerClient> daemonB = newClient();
   auto joinRank = [&](PeerClient& daemon, uint32_t rank, const std::string& node) {
     daemon.joinAsync(
         root_, makeJoin(key, 4, {rank}, node), Clock::now() + 20s,
-        [&answers, rank](Result<RankTable> r) { answers[rank].set_value(std::move(r)); });
+        [&answers, rank](Result<peer::RankTable> r) { answers[rank].set_value(std::move(r)); });
   };
   joinRank(*daemonB, 3, "b");
   joinRank(*daemonA, 0, "a");
   joinRank(*daemonA, 2, "a");
   joinRank(*daemonB, 1, "b");
-  std::vector<Result<RankTable>> tables;
+  std::vector<Result<peer::RankTable>> tables;
   for (auto& answer : answers) tables.push_back(answer.get_future().get());
   for (size_t rank = 0; rank < tables.size(); ++rank) {
     ASSERT_TRUE(tables[rank].isOk()) << "rank " << rank << ": " << tables[rank].status().toString();
     EXPECT_EQ(tables[rank].value(), tables[0].value()) << "rank " << rank;
   }
-  const RankTable& table = tables[0].value();
+  const peer::RankTable& table = tables[0].value();
   ASSERT_EQ(table.nodes.size(), 2u);
   EXPECT_EQ(table.nodes[0].identity.hostname, "host-a");
   EXPECT_EQ(table.nodes[0].ranks, (std::vector<uint32_t>{0, 2}));
   EXPECT_EQ(table.nodes[1].ranks, (std::vector<uint32_t>{1, 3}));
-  EXPECT_EQ(table.ranks[2], (RankPlacement{0, 1}));
-  EXPECT_EQ(table.ranks[3], (RankPlacement{1, 1}));
+  EXPECT_EQ(table.ranks[2], (peer::RankPlacement{0, 1}));
+  EXPECT_EQ(table.ranks[3], (peer::RankPlacement{1, 1}));
 }
 
 // Joins arrive strictly one after another in the order given (each joiner starts only once the

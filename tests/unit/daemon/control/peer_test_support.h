@@ -51,22 +51,22 @@ inline void writeFile(const std::string& path, const std::string& content, mode_
   ::close(fd);
 }
 
-inline CommKey keyOf(uint8_t seed) {
-  CommKey key{};
+inline peer::CommKey keyOf(uint8_t seed) {
+  peer::CommKey key{};
   for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(seed * 31 + i);
   return key;
 }
 
 // A join from node `node` of communicator `key`; its transport address names both, so a table
 // that mixed communicators up would show it.
-inline JoinRequest makeJoin(const CommKey& key, uint32_t nranks, std::vector<uint32_t> ranks,
-                            const std::string& node) {
-  JoinRequest join;
+inline peer::JoinRequest makeJoin(const peer::CommKey& key, uint32_t nranks,
+                                  std::vector<uint32_t> ranks, const std::string& node) {
+  peer::JoinRequest join;
   join.key = key;
   join.nranks = nranks;
   join.ranks = std::move(ranks);
   join.node = {"host-" + node, "boot-" + node, "instance-" + node};
-  join.transportAddress = "ucx-worker-of-" + node + "-for-" + commKeyHex(key);
+  join.transportAddress = "ucx-worker-of-" + node + "-for-" + peer::commKeyHex(key);
   return join;
 }
 
@@ -95,9 +95,9 @@ class PeerFixture : public ::testing::Test {
   std::unique_ptr<PeerClient> newClient() { return newClient(tokenPath_); }
 
   // Waits (without sleeping blindly) until `count` ranks of `key` are pending at the root.
-  void awaitJoined(const CommKey& key, size_t count) {
+  void awaitJoined(const peer::CommKey& key, size_t count) {
     ASSERT_TRUE(server_->registry().waitForJoinedCount(key, count, 10s))
-        << "the root never had " << count << " ranks of " << commKeyHex(key) << " pending";
+        << "the root never had " << count << " ranks of " << peer::commKeyHex(key) << " pending";
   }
 
   TempDir dir_;
@@ -114,7 +114,7 @@ class Joiners {
   ~Joiners() { joinAll(); }
 
   // Starts one joiner; returns its index for result() and finishedAt().
-  size_t start(JoinRequest join, Clock::time_point deadline) {
+  size_t start(peer::JoinRequest join, Clock::time_point deadline) {
     PeerClientOptions options;
     options.tokenPath = tokenPath_;
     Result<std::unique_ptr<PeerClient>> client = PeerClient::create(options);
@@ -135,13 +135,13 @@ class Joiners {
     }
   }
   // Valid after joinAll().
-  const Result<RankTable>& result(size_t index) const { return slots_[index]->result; }
+  const Result<peer::RankTable>& result(size_t index) const { return slots_[index]->result; }
   Clock::time_point finishedAt(size_t index) const { return slots_[index]->finishedAt; }
   size_t size() const { return slots_.size(); }
 
  private:
   struct Slot {
-    Result<RankTable> result = internalError("the joiner never finished");
+    Result<peer::RankTable> result = internalError("the joiner never finished");
     Clock::time_point finishedAt;
   };
 

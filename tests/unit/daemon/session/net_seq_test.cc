@@ -27,7 +27,7 @@ TEST(NetSeqTest, EveryPairOfTwoHundredRanksHasItsOwnSeq) {
 }
 
 TEST(NetSeqTest, TheLargestRanksKeepTheirFields) {
-  const uint32_t last = control::kMaxRanks - 1;
+  const uint32_t last = peer::kMaxRanks - 1;
   const uint64_t seq = transferSeq(last, last - 1, 5);
   EXPECT_EQ((seq >> kTransferSrcShift) & kTransferRankMask, last);
   EXPECT_EQ((seq >> kTransferDstShift) & kTransferRankMask, last - 1);

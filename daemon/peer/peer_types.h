@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "daemon/transport/transport.h"
 
-namespace hc::control {
+namespace hc::peer {
 
 constexpr size_t kCommKeyBytes = 16;
 using CommKey = std::array<uint8_t, kCommKeyBytes>;
@@ -120,4 +120,4 @@ RankTable buildRankTable(uint32_t nranks, const std::vector<const JoinRequest*>&
 // identity outside the reserved ones.
 [[nodiscard]] Status validateRankTable(const RankTable& table);
 
-}  // namespace hc::control
+}  // namespace hc::peer

@@ -17,9 +17,9 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "daemon/control/peer_types.h"
+#include "daemon/peer/peer_types.h"
 
-namespace hc::control {
+namespace hc::peer {
 
 constexpr size_t kUniqueIdBytes = 128;
 constexpr uint32_t kUniqueIdMagic = 0x44494348;  // "HCID" in memory order
@@ -46,4 +46,4 @@ struct UniqueId {
 // "host:port" with a DNS name or IPv4 host, or "[v6]:port"; port 1..65535.
 [[nodiscard]] Status validatePeerAddress(std::string_view address);
 
-}  // namespace hc::control
+}  // namespace hc::peer

@@ -1,11 +1,11 @@
 // The 128-byte unique id: round trips, the layout the client already writes, and refusal of
 // anything encodeUniqueId could not have made.
-#include "daemon/control/unique_id.h"
+#include "daemon/peer/unique_id.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace hc::control {
+namespace hc::peer {
 namespace {
 
 using ::testing::HasSubstr;
@@ -110,4 +110,4 @@ TEST(UniqueIdTest, WrongSizeIsRefused) {
 }
 
 }  // namespace
-}  // namespace hc::control
+}  // namespace hc::peer

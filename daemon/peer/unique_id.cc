@@ -1,4 +1,4 @@
-#include "daemon/control/unique_id.h"
+#include "daemon/peer/unique_id.h"
 
 #include <sys/random.h>
 
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <charconv>
 
-namespace hc::control {
+namespace hc::peer {
 namespace {
 
 constexpr size_t kVersionOffset = 4;
@@ -115,4 +115,4 @@ Result<UniqueId> decodeUniqueId(std::span<const uint8_t> bytes) {
   return id;
 }
 
-}  // namespace hc::control
+}  // namespace hc::peer

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/control/peer_types.h"
+#include "daemon/peer/peer_types.h"
 
-namespace hc::control {
+namespace hc::peer {
 namespace {
 
 // Any identity outside the reserved ones (transport.h).
@@ -93,4 +93,4 @@ TEST(RankTableTest, IdentitiesDifferingInAnyFieldAreDifferentNodes) {
 }
 
 }  // namespace
-}  // namespace hc::control
+}  // namespace hc::peer

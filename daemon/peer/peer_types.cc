@@ -1,4 +1,4 @@
-#include "daemon/control/peer_types.h"
+#include "daemon/peer/peer_types.h"
 
 #include <sys/random.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 
 #include "daemon/transport/transport.h"
 
-namespace hc::control {
+namespace hc::peer {
 
 std::string commKeyHex(const CommKey& key) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -190,4 +190,4 @@ Status validateRankTable(const RankTable& table) {
   return okStatus();
 }
 
-}  // namespace hc::control
+}  // namespace hc::peer
