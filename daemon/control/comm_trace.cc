@@ -8,7 +8,7 @@
 #include "daemon/control/grpc_status.h"
 #include "daemon/control/membership_proof.h"
 #include "daemon/control/peer_convert.h"
-#include "daemon/session/flight_json.h"
+#include "daemon/observe/flight_json.h"
 #include "hetero_comm/v1/peer.grpc.pb.h"
 
 namespace hc::control {
@@ -20,21 +20,21 @@ std::string rankList(const std::vector<int32_t>& ranks) {
   return out;
 }
 
-session::RankProgress fromProto(const hetero_comm::v1::PeerRankProgress& p) {
-  session::RankProgress out;
+observe::RankProgress fromProto(const hetero_comm::v1::PeerRankProgress& p) {
+  observe::RankProgress out;
   out.rank = static_cast<int>(p.rank());
   out.collectivesPosted = p.collectives_posted();
   out.collectivesFinished = p.collectives_finished();
   out.transfersPosted = p.p2p_posted();
   out.transfersFinished = p.p2p_finished();
   if (!p.last_profiling_name().empty()) {
-    session::FlightEntry last;
+    observe::FlightEntry last;
     last.profilingName = p.last_profiling_name();
     last.collectiveSeqId = p.last_collective_seq_id();
     last.p2pSeqId = p.last_p2p_seq_id();
-    for (auto state : {session::FlightState::Scheduled, session::FlightState::Started,
-                       session::FlightState::Completed, session::FlightState::Failed}) {
-      if (p.last_state() == session::flightStateName(state)) last.state = state;
+    for (auto state : {observe::FlightState::Scheduled, observe::FlightState::Started,
+                       observe::FlightState::Completed, observe::FlightState::Failed}) {
+      if (p.last_state() == observe::flightStateName(state)) last.state = state;
     }
     out.lastPosted = last;
   }
@@ -43,7 +43,7 @@ session::RankProgress fromProto(const hetero_comm::v1::PeerRankProgress& p) {
 
 }  // namespace
 
-void toProto(const session::FlightEntry& e, hetero_comm::v1::FlightEntry* out) {
+void toProto(const observe::FlightEntry& e, hetero_comm::v1::FlightEntry* out) {
   out->set_record_id(e.recordId);
   out->set_collective_seq_id(e.collectiveSeqId);
   out->set_p2p_seq_id(e.p2pSeqId);
@@ -52,10 +52,10 @@ void toProto(const session::FlightEntry& e, hetero_comm::v1::FlightEntry* out) {
   for (int64_t n : e.what.inputSizes) out->add_input_sizes(n);
   for (int64_t n : e.what.outputSizes) out->add_output_sizes(n);
   if (!e.what.dtype.empty()) {
-    if (!e.what.inputSizes.empty()) out->add_input_dtypes(session::pytorchDtypeName(e.what.dtype));
-    if (!e.what.outputSizes.empty()) out->add_output_dtypes(session::pytorchDtypeName(e.what.dtype));
+    if (!e.what.inputSizes.empty()) out->add_input_dtypes(observe::pytorchDtypeName(e.what.dtype));
+    if (!e.what.outputSizes.empty()) out->add_output_dtypes(observe::pytorchDtypeName(e.what.dtype));
   }
-  out->set_state(session::flightStateName(e.state));
+  out->set_state(observe::flightStateName(e.state));
   out->set_time_discovered_started_ns(e.timeDiscoveredStartedNs);
   out->set_time_discovered_completed_ns(e.timeDiscoveredCompletedNs);
   out->set_rank(e.what.rank);
@@ -64,7 +64,7 @@ void toProto(const session::FlightEntry& e, hetero_comm::v1::FlightEntry* out) {
   out->set_is_p2p(e.what.p2p);
 }
 
-void toProto(const session::RankProgress& p, hetero_comm::v1::RankProgress* out) {
+void toProto(const observe::RankProgress& p, hetero_comm::v1::RankProgress* out) {
   out->set_rank(p.rank);
   out->set_collectives_posted(p.collectivesPosted);
   out->set_collectives_finished(p.collectivesFinished);
@@ -76,13 +76,13 @@ void toProto(const session::RankProgress& p, hetero_comm::v1::RankProgress* out)
 void traceVerdict(int nranks, const std::vector<NodeReport>& nodes,
                   hetero_comm::v1::TraceCommunicatorResponse* out) {
   out->set_nranks(nranks);
-  std::map<int, const session::RankProgress*> byRank;
+  std::map<int, const observe::RankProgress*> byRank;
   for (const NodeReport& node : nodes) {
     hetero_comm::v1::NodeProgress* row = out->add_nodes();
     row->set_address(node.address);
     row->set_reachable(node.reached.isOk());
     row->set_error(node.reached.isOk() ? "" : node.reached.toString());
-    for (const session::RankProgress& p : node.ranks) {
+    for (const observe::RankProgress& p : node.ranks) {
       toProto(p, row->add_ranks());
       byRank[p.rank] = &p;
     }
@@ -129,7 +129,7 @@ void traceVerdict(int nranks, const std::vector<NodeReport>& nodes,
   out->set_summary(summary);
 }
 
-Result<std::vector<session::RankProgress>> fetchCommProgress(const ClusterToken& token,
+Result<std::vector<observe::RankProgress>> fetchCommProgress(const ClusterToken& token,
                                                              const std::string& address,
                                                              uint64_t identity,
                                                              const std::string& key,
@@ -157,7 +157,7 @@ Result<std::vector<session::RankProgress>> fetchCommProgress(const ClusterToken&
   context.set_deadline(deadline);
   grpc::Status s = stub->GetCommProgress(&context, request, &response);
   if (!s.ok()) return fromGrpcStatus(s, "Peer.GetCommProgress at " + address);
-  std::vector<session::RankProgress> out;
+  std::vector<observe::RankProgress> out;
   for (const auto& p : response.ranks()) out.push_back(fromProto(p));
   return out;
 }

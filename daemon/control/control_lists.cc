@@ -18,7 +18,7 @@ grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* context, const Sta
   return reactor;
 }
 
-void describeComm(const session::FlightSnapshot& s, Communicator* out) {
+void describeComm(const observe::FlightSnapshot& s, Communicator* out) {
   out->set_id(s.comm.id);
   out->set_key(s.comm.keyHex);
   out->set_identity(s.comm.wireIdentity);
@@ -29,7 +29,7 @@ void describeComm(const session::FlightSnapshot& s, Communicator* out) {
   out->set_failure(s.failure);
   out->set_ops_completed(s.opsCompleted);
   out->set_ops_failed(s.opsFailed);
-  for (const session::RankProgress& p : s.ranks) toProto(p, out->add_ranks());
+  for (const observe::RankProgress& p : s.ranks) toProto(p, out->add_ranks());
   for (const std::string& a : s.comm.nodeAddresses) out->add_node_addresses(a);
 }
 
@@ -42,7 +42,7 @@ ControlService::~ControlService() {
   tracesDone_.wait(lock, [&] { return tracesRunning_ == 0; });
 }
 
-Result<std::shared_ptr<const session::FlightRecorder>> ControlService::findComm(
+Result<std::shared_ptr<const observe::FlightRecorder>> ControlService::findComm(
     const std::string& name) const {
   if (sources_.board == nullptr) return kNoBoard;
   auto comm = sources_.board->findComm(name);
@@ -58,7 +58,7 @@ grpc::ServerUnaryReactor* ControlService::ListClients(
     grpc::CallbackServerContext* context, const hetero_comm::v1::ListClientsRequest*,
     hetero_comm::v1::ListClientsResponse* response) {
   if (sources_.board == nullptr) return finish(context, kNoBoard);
-  for (const session::ClientInfo& c : sources_.board->clients()) {
+  for (const observe::ClientInfo& c : sources_.board->clients()) {
     hetero_comm::v1::Client* row = response->add_clients();
     row->set_id(c.id);
     row->set_pid(c.pid);
@@ -87,9 +87,9 @@ grpc::ServerUnaryReactor* ControlService::GetFlightRecord(
     hetero_comm::v1::GetFlightRecordResponse* response) {
   auto comm = findComm(request->communicator());
   if (!comm.isOk()) return finish(context, comm.status());
-  const session::FlightSnapshot snapshot = comm.value()->snapshot(request->last());
+  const observe::FlightSnapshot snapshot = comm.value()->snapshot(request->last());
   describeComm(snapshot, response->mutable_communicator());
-  for (const session::FlightEntry& e : snapshot.entries) toProto(e, response->add_entries());
+  for (const observe::FlightEntry& e : snapshot.entries) toProto(e, response->add_entries());
   return finish(context, okStatus());
 }
 
@@ -97,7 +97,7 @@ grpc::ServerUnaryReactor* ControlService::GetStats(grpc::CallbackServerContext* 
                                                    const hetero_comm::v1::GetStatsRequest*,
                                                    hetero_comm::v1::GetStatsResponse* response) {
   if (sources_.board == nullptr) return finish(context, kNoBoard);
-  const session::BoardTotals totals = sources_.board->totals();
+  const observe::BoardTotals totals = sources_.board->totals();
   const auto comms = sources_.board->comms();
   response->set_uptime_ms(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
@@ -109,7 +109,7 @@ grpc::ServerUnaryReactor* ControlService::GetStats(grpc::CallbackServerContext* 
   response->set_communicators_created(totals.commsCreated);
   uint64_t completed = 0, failed = 0;
   for (const auto& comm : comms) {
-    const session::FlightSnapshot s = comm->snapshot(1);
+    const observe::FlightSnapshot s = comm->snapshot(1);
     completed += s.opsCompleted;
     failed += s.opsFailed;
   }
@@ -139,23 +139,23 @@ grpc::ServerUnaryReactor* ControlService::TraceCommunicator(
   return reactor;
 }
 
-void ControlService::trace(std::shared_ptr<const session::FlightRecorder> comm,
+void ControlService::trace(std::shared_ptr<const observe::FlightRecorder> comm,
                            hetero_comm::v1::TraceCommunicatorResponse* response,
                            grpc::ServerUnaryReactor* reactor) {
-  const session::CommIdentity& id = comm->identity();
+  const observe::CommIdentity& id = comm->identity();
   response->set_key(id.keyHex);
   std::vector<NodeReport> reports;
   if (id.nodeAddresses.empty()) {
     reports.push_back({"", okStatus(), comm->snapshot(1).ranks});
   } else {
-    std::vector<std::future<Result<std::vector<session::RankProgress>>>> answers;
+    std::vector<std::future<Result<std::vector<observe::RankProgress>>>> answers;
     for (const std::string& address : id.nodeAddresses) {
       if (address == sources_.selfAddress) {
-        std::promise<Result<std::vector<session::RankProgress>>> mine;
+        std::promise<Result<std::vector<observe::RankProgress>>> mine;
         mine.set_value(comm->snapshot(1).ranks);
         answers.push_back(mine.get_future());
       } else if (!sources_.token) {
-        std::promise<Result<std::vector<session::RankProgress>>> none;
+        std::promise<Result<std::vector<observe::RankProgress>>> none;
         none.set_value(unavailable("this daemon has no cluster token to ask other daemons with"));
         answers.push_back(none.get_future());
       } else {
@@ -169,7 +169,7 @@ void ControlService::trace(std::shared_ptr<const session::FlightRecorder> comm,
       auto answer = answers[i].get();
       reports.push_back({id.nodeAddresses[i], answer.status(),
                          answer.isOk() ? std::move(answer).value()
-                                       : std::vector<session::RankProgress>{}});
+                                       : std::vector<observe::RankProgress>{}});
     }
   }
   traceVerdict(id.nranks, reports, response);

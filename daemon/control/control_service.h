@@ -12,7 +12,7 @@
 
 #include "daemon/control/cluster_token.h"
 #include "daemon/control/node_info.h"
-#include "daemon/session/status_board.h"
+#include "daemon/observe/status_board.h"
 #include "hetero_comm/v1/control.grpc.pb.h"
 
 namespace hc::control {
@@ -20,7 +20,7 @@ namespace hc::control {
 // What the Control RPCs beyond GetNode read. All optional: without a board they answer
 // UNAVAILABLE, without a token TraceCommunicator reports the other daemons unreachable.
 struct ControlSources {
-  const session::StatusBoard* board = nullptr;  // borrowed: outlives the service
+  const observe::StatusBoard* board = nullptr;  // borrowed: outlives the service
   std::shared_ptr<const ClusterToken> token;    // the Peer cluster token, for other daemons
   std::string selfAddress;                      // this daemon's Peer address ("" = none)
   std::chrono::milliseconds peerTimeout{2000};  // per daemon asked by TraceCommunicator
@@ -54,8 +54,8 @@ class ControlService final : public hetero_comm::v1::Control::CallbackService {
 
  private:
   // The communicator a request names, or NOT_FOUND / UNAVAILABLE.
-  Result<std::shared_ptr<const session::FlightRecorder>> findComm(const std::string& name) const;
-  void trace(std::shared_ptr<const session::FlightRecorder> comm,
+  Result<std::shared_ptr<const observe::FlightRecorder>> findComm(const std::string& name) const;
+  void trace(std::shared_ptr<const observe::FlightRecorder> comm,
              hetero_comm::v1::TraceCommunicatorResponse* response, grpc::ServerUnaryReactor* reactor);
 
   const NodeInfo node_;  // read-only after construction: any thread may read it

@@ -12,7 +12,7 @@
 #include "daemon/control/join_registry.h"
 #include "daemon/control/membership_proof.h"
 #include "daemon/control/peer_service.h"
-#include "daemon/session/status_board.h"
+#include "daemon/observe/status_board.h"
 
 namespace hc::control {
 
@@ -39,7 +39,7 @@ struct PeerServerOptions {
   PeerTlsOptions tls;
   // Answers Peer.GetCommProgress from it; null: NOT_FOUND for every communicator. Borrowed:
   // outlives the server.
-  const session::StatusBoard* board = nullptr;
+  const observe::StatusBoard* board = nullptr;
 };
 
 class PeerServer {

@@ -53,7 +53,7 @@ class JoinReactor final : public grpc::ServerUnaryReactor {
 }  // namespace
 
 PeerService::PeerService(ClusterToken token, NonceBook& nonces, JoinRegistry& registry,
-                         const session::StatusBoard* board)
+                         const observe::StatusBoard* board)
     : token_(std::move(token)), nonces_(nonces), registry_(registry), board_(board) {}
 
 grpc::ServerUnaryReactor* PeerService::Challenge(grpc::CallbackServerContext* context,
@@ -138,7 +138,7 @@ grpc::ServerUnaryReactor* PeerService::GetCommProgress(
                     "progress refused: the membership proof does not match (another cluster "
                     "token)");
     }
-    std::shared_ptr<const session::FlightRecorder> comm;
+    std::shared_ptr<const observe::FlightRecorder> comm;
     for (const auto& c : board_ ? board_->comms() : decltype(board_->comms()){}) {
       // The identity tells apart what the key alone may not (a split's key names its parent).
       if (c->identity().keyHex == request->comm_key() &&
@@ -150,7 +150,7 @@ grpc::ServerUnaryReactor* PeerService::GetCommProgress(
       return Status(Code::NotFound, "this daemon holds no communicator with key " +
                                         request->comm_key() + " and that identity");
     }
-    for (const session::RankProgress& p : comm->snapshot(1).ranks) {
+    for (const observe::RankProgress& p : comm->snapshot(1).ranks) {
       hetero_comm::v1::PeerRankProgress* out = response->add_ranks();
       out->set_rank(static_cast<uint32_t>(p.rank));
       out->set_collectives_posted(p.collectivesPosted);
@@ -161,7 +161,7 @@ grpc::ServerUnaryReactor* PeerService::GetCommProgress(
         out->set_last_profiling_name(p.lastPosted->profilingName);
         out->set_last_collective_seq_id(p.lastPosted->collectiveSeqId);
         out->set_last_p2p_seq_id(p.lastPosted->p2pSeqId);
-        out->set_last_state(session::flightStateName(p.lastPosted->state));
+        out->set_last_state(observe::flightStateName(p.lastPosted->state));
       }
     }
     return okStatus();

@@ -12,7 +12,7 @@
 #include "daemon/control/cluster_token.h"
 #include "daemon/control/join_registry.h"
 #include "daemon/control/membership_proof.h"
-#include "daemon/session/status_board.h"
+#include "daemon/observe/status_board.h"
 #include "hetero_comm/v1/peer.grpc.pb.h"
 
 namespace hc::control {
@@ -22,7 +22,7 @@ class PeerService final : public hetero_comm::v1::Peer::CallbackService {
   // Borrowed: the owner (PeerServer) keeps the registry and nonces alive until the gRPC server
   // has shut down and every reactor is done.
   PeerService(ClusterToken token, NonceBook& nonces, JoinRegistry& registry,
-              const session::StatusBoard* board);
+              const observe::StatusBoard* board);
 
   // hetero_comm::v1::Peer::CallbackService. Run on gRPC's callback threads; never block.
   grpc::ServerUnaryReactor* Challenge(grpc::CallbackServerContext* context,
@@ -46,7 +46,7 @@ class PeerService final : public hetero_comm::v1::Peer::CallbackService {
   const ClusterToken token_;
   NonceBook& nonces_;
   JoinRegistry& registry_;
-  const session::StatusBoard* board_;
+  const observe::StatusBoard* board_;
 };
 
 }  // namespace hc::control

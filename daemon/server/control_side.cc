@@ -66,7 +66,7 @@ control::NodeInfo describeNode(const config::DaemonConfig& config,
 Result<std::unique_ptr<ControlSide>> ControlSide::start(const config::DaemonConfig& config,
                                                         const device::DeviceRegistry& devices,
                                                         const std::string& peerAddress,
-                                                        const session::StatusBoard* board) {
+                                                        const observe::StatusBoard* board) {
   discovery::Inventory inventory = discovery::discoverInventory(devices);
   spdlog::info("inventory: {}", discovery::summarizeInventory(inventory));
   control::ControlServerOptions options;

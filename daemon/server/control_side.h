@@ -18,7 +18,7 @@
 #include "daemon/config/daemon_config.h"
 #include "daemon/control/control_server.h"
 #include "daemon/device/registry.h"
-#include "daemon/session/status_board.h"
+#include "daemon/observe/status_board.h"
 
 namespace hc::server {
 
@@ -29,7 +29,7 @@ class ControlSide {
   // answers the Control RPCs about clients and communicators. Control path, IPC thread.
   [[nodiscard]] static Result<std::unique_ptr<ControlSide>> start(
       const config::DaemonConfig& config, const device::DeviceRegistry& devices,
-      const std::string& peerAddress, const session::StatusBoard* board);
+      const std::string& peerAddress, const observe::StatusBoard* board);
   ~ControlSide();  // shutdown()
 
   // The IPC thread calls these; gRPC threads read the statuses they set.

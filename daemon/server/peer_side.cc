@@ -11,7 +11,7 @@ namespace hc::server {
 
 Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& config,
                                                   const device::DeviceRegistry& devices,
-                                                  const session::StatusBoard* board,
+                                                  const observe::StatusBoard* board,
                                                   HeartbeatBoard* heartbeats,
                                                   metrics::DaemonMetrics* metrics) {
   std::unique_ptr<PeerSide> p(new PeerSide());

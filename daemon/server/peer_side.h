@@ -14,7 +14,7 @@
 #include "daemon/control/peer_server.h"
 #include "daemon/metrics/daemon_metrics.h"
 #include "daemon/session/bootstrap.h"
-#include "daemon/session/status_board.h"
+#include "daemon/observe/status_board.h"
 
 namespace hc::server {
 
@@ -27,7 +27,7 @@ class PeerSide final : public session::Bootstrap {
   // `metrics` (borrowed, outlives this; may be null).
   [[nodiscard]] static Result<std::unique_ptr<PeerSide>> start(
       const config::DaemonConfig& config, const device::DeviceRegistry& devices,
-      const session::StatusBoard* board, HeartbeatBoard* heartbeats,
+      const observe::StatusBoard* board, HeartbeatBoard* heartbeats,
       metrics::DaemonMetrics* metrics);
   ~PeerSide() override;
 

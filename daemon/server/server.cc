@@ -300,11 +300,11 @@ void Server::acceptClients() {
     if (!watch(raw, kSocketTag | id, EPOLLIN | EPOLLRDHUP).isOk()) continue;
     sessions_[id] = s;
     metrics_->setClients(static_cast<int64_t>(sessions_.size()));
-    board_.clientConnected(session::ClientInfo{.id = id,
+    board_.clientConnected(observe::ClientInfo{.id = id,
                                                .pid = peer->pid,
                                                .uid = peer->uid,
                                                .gid = peer->gid,
-                                               .connectedNs = session::wallClockNs()});
+                                               .connectedNs = observe::wallClockNs()});
   }
 }
 

@@ -23,7 +23,7 @@
 #include "daemon/server/peer_side.h"
 #include "daemon/session/engine.h"
 #include "daemon/session/session.h"
-#include "daemon/session/status_board.h"
+#include "daemon/observe/status_board.h"
 
 namespace hc::server {
 
@@ -56,7 +56,7 @@ class Server {
   HeartbeatBoard heartbeats_;
   // Clients and communicators as the control plane reads them; before the engine and the
   // control listeners, which borrow it.
-  session::StatusBoard board_;
+  observe::StatusBoard board_;
   // The Prometheus metrics and their /metrics endpoint (metrics.listen); before the engine,
   // which reports to them.
   std::unique_ptr<metrics::DaemonMetrics> metrics_;

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "daemon/session/flight_recorder.h"
+#include "daemon/observe/flight_recorder.h"
 #include "daemon/session/pending_op.h"
 
 namespace hc::session {
@@ -104,9 +104,9 @@ class Communicator {
   // but for its const accessors.
   using IncidentHandler = std::function<void(const Communicator& comm, const std::string& reason,
                                              const std::string& detail)>;
-  void observe(std::shared_ptr<FlightRecorder> recorder, std::string keyHex, int lateReportMs,
+  void observe(std::shared_ptr<observe::FlightRecorder> recorder, std::string keyHex, int lateReportMs,
                IncidentHandler onIncident);
-  const std::shared_ptr<FlightRecorder>& recorder() const { return recorder_; }
+  const std::shared_ptr<observe::FlightRecorder>& recorder() const { return recorder_; }
   const std::string& keyHex() const { return keyHex_; }
   std::vector<int> localRanks() const;
 
@@ -165,7 +165,7 @@ class Communicator {
   Status failure_;
   int opTimeoutMs_;
 
-  std::shared_ptr<FlightRecorder> recorder_;
+  std::shared_ptr<observe::FlightRecorder> recorder_;
   std::string keyHex_;
   int lateReportMs_ = 0;
   IncidentHandler onIncident_;

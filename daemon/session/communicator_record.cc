@@ -10,7 +10,7 @@ namespace hc::session {
 namespace {
 
 // The shapes PyTorch would give the op's tensors: elements, as one dimension.
-void shapesOf(const PendingOp& op, int nranks, FlightOp& out) {
+void shapesOf(const PendingOp& op, int nranks, observe::FlightOp& out) {
   const auto count = static_cast<int64_t>(op.count);
   const int64_t all = count * nranks;
   using T = ipc::OpType;
@@ -31,7 +31,7 @@ void shapesOf(const PendingOp& op, int nranks, FlightOp& out) {
 
 }  // namespace
 
-void Communicator::observe(std::shared_ptr<FlightRecorder> recorder, std::string keyHex,
+void Communicator::observe(std::shared_ptr<observe::FlightRecorder> recorder, std::string keyHex,
                            int lateReportMs, IncidentHandler onIncident) {
   recorder_ = std::move(recorder);
   keyHex_ = std::move(keyHex);
@@ -49,7 +49,7 @@ std::vector<int> Communicator::localRanks() const {
 
 void Communicator::recordPosted(int rank, PendingOp& op) {
   if (!recorder_) return;
-  FlightOp f;
+  observe::FlightOp f;
   f.rank = rank;
   f.op = opName(op.type);
   f.p2p = isPointToPoint(op.type);

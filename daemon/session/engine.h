@@ -27,7 +27,7 @@
 #include "daemon/session/session.h"
 #include "daemon/session/slice_staging.h"
 #include "daemon/session/staged_transfer.h"
-#include "daemon/session/status_board.h"
+#include "daemon/observe/status_board.h"
 
 namespace hc::session {
 
@@ -39,7 +39,7 @@ struct EngineOptions {
   uint32_t maxInFlight = 4096;  // per session: beyond it, submissions wait in the ring
   uint64_t stagingChunkBytes = 4 << 20;  // device<->host staging copies are issued in these
   // What operators see (null board: no flight records, no dumps). Borrowed; outlives the engine.
-  StatusBoard* board = nullptr;
+  observe::StatusBoard* board = nullptr;
   metrics::DaemonMetrics* metrics = nullptr;  // borrowed; null: no metrics
   std::string stateDir;        // flight record dumps go here ("" = none)
   int lateReportMs = 0;        // comm.late_report_ms

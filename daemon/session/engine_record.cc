@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "daemon/session/engine.h"
-#include "daemon/session/flight_json.h"
+#include "daemon/observe/flight_json.h"
 
 namespace hc::session {
 
@@ -25,7 +25,7 @@ const char* statusLabel(const Status& status) {
 // One local rank's operation, in the metrics. Bytes are what the daemon read from the rank's
 // send buffer and wrote to its receive buffer; the transport says whether the communicator
 // reaches other daemons (ucx) or stays on this one (shm).
-void countFinished(metrics::DaemonMetrics& metrics, const FlightEntry& e, const Status& status,
+void countFinished(metrics::DaemonMetrics& metrics, const observe::FlightEntry& e, const Status& status,
                    const char* transport) {
   const int64_t start = e.timeDiscoveredStartedNs != 0 ? e.timeDiscoveredStartedNs : e.timeCreatedNs;
   const double seconds = static_cast<double>(e.timeDiscoveredCompletedNs - start) / 1e9;
@@ -46,7 +46,7 @@ void Engine::observe(const std::shared_ptr<Communicator>& comm, std::string keyH
                      std::vector<std::string> nodeAddresses,
                      std::vector<std::vector<int>> ranksOfNode) {
   if (options_.board == nullptr) return;
-  CommIdentity identity;
+  observe::CommIdentity identity;
   identity.id = comm->id();
   identity.keyHex = keyHex;
   if (auto net = netComms_.find(comm->id()); net != netComms_.end()) {
@@ -65,7 +65,7 @@ void Engine::observe(const std::shared_ptr<Communicator>& comm, std::string keyH
   }
   auto recorder = options_.board->commCreated(std::move(identity), options_.flightRecordEntries);
   if (options_.metrics != nullptr) {
-    recorder->setFinishSink([metrics = options_.metrics, spans](const FlightEntry& e,
+    recorder->setFinishSink([metrics = options_.metrics, spans](const observe::FlightEntry& e,
                                                                 const Status& status) {
       countFinished(*metrics, e, status, spans ? "ucx" : "shm");
     });
@@ -86,7 +86,7 @@ void Engine::onIncident(const Communicator& comm, const std::string& reason,
   }
   if (options_.stateDir.empty() || !comm.recorder()) return;
   Result<std::string> path =
-      dumpFlightRecord(options_.stateDir, comm.recorder()->snapshot(), reason, detail);
+      observe::dumpFlightRecord(options_.stateDir, comm.recorder()->snapshot(), reason, detail);
   if (!path.isOk()) {
     spdlog::error("communicator {:x}: cannot dump its flight record: {}", comm.id(),
                   path.status().toString());

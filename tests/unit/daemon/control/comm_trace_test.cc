@@ -6,13 +6,13 @@
 namespace hc::control {
 namespace {
 
-session::RankProgress progress(int rank, uint64_t posted, uint64_t finished) {
-  session::RankProgress p;
+observe::RankProgress progress(int rank, uint64_t posted, uint64_t finished) {
+  observe::RankProgress p;
   p.rank = rank;
   p.collectivesPosted = posted;
   p.collectivesFinished = finished;
   if (posted > 0) {
-    session::FlightEntry last;
+    observe::FlightEntry last;
     last.collectiveSeqId = posted;
     last.profilingName = posted % 2 == 0 ? "nccl:broadcast" : "nccl:all_reduce";
     p.lastPosted = last;

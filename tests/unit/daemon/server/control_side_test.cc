@@ -54,7 +54,7 @@ class ControlSideTest : public ::testing::Test {
   std::string dir_;
   config::DaemonConfig config_;
   device::DeviceRegistry devices_;
-  session::StatusBoard board_;
+  observe::StatusBoard board_;
   std::unique_ptr<ControlSide> side_;
   std::unique_ptr<grpc::health::v1::Health::Stub> stub_;
 };

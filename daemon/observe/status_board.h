@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/session/flight_recorder.h"
+#include "daemon/observe/flight_recorder.h"
 
-namespace hc::session {
+namespace hc::observe {
 
 struct ClientInfo {
   uint32_t id = 0;  // the session id ("client 3" in logs)
@@ -67,4 +67,4 @@ class StatusBoard {
   BoardTotals totals_;
 };
 
-}  // namespace hc::session
+}  // namespace hc::observe

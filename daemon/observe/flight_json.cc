@@ -1,4 +1,4 @@
-#include "daemon/session/flight_json.h"
+#include "daemon/observe/flight_json.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace hc::session {
+namespace hc::observe {
 namespace {
 
 using nlohmann::json;
@@ -152,4 +152,4 @@ Result<std::string> dumpFlightRecord(const std::string& stateDir, const FlightSn
   return path;
 }
 
-}  // namespace hc::session
+}  // namespace hc::observe

@@ -1,8 +1,8 @@
-#include "daemon/session/flight_recorder.h"
+#include "daemon/observe/flight_recorder.h"
 
 #include <algorithm>
 
-namespace hc::session {
+namespace hc::observe {
 
 const char* flightStateName(FlightState state) {
   switch (state) {
@@ -137,4 +137,4 @@ FlightSnapshot FlightRecorder::snapshot(size_t lastN) const {
   return out;
 }
 
-}  // namespace hc::session
+}  // namespace hc::observe

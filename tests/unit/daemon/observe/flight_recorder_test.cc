@@ -1,6 +1,6 @@
 // FlightRecorder: record ids, PyTorch's sequence ids and names, states and times, each rank's
 // progress, the bounded ring, and the JSON dump's field names.
-#include "daemon/session/flight_recorder.h"
+#include "daemon/observe/flight_recorder.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/session/flight_json.h"
+#include "daemon/observe/flight_json.h"
 
-namespace hc::session {
+namespace hc::observe {
 namespace {
 
 FlightOp collective(int rank, uint64_t seq, const char* op = "allreduce") {
@@ -115,4 +115,4 @@ TEST(FlightJsonTest, DumpUsesPyTorchFieldNamesAndDtypes) {
 }
 
 }  // namespace
-}  // namespace hc::session
+}  // namespace hc::observe

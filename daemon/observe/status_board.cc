@@ -1,8 +1,8 @@
-#include "daemon/session/status_board.h"
+#include "daemon/observe/status_board.h"
 
 #include <algorithm>
 
-namespace hc::session {
+namespace hc::observe {
 
 void StatusBoard::clientConnected(ClientInfo info) {
   std::lock_guard lock(mutex_);
@@ -101,4 +101,4 @@ BoardTotals StatusBoard::totals() const {
   return totals_;
 }
 
-}  // namespace hc::session
+}  // namespace hc::observe

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "common/status.h"
-#include "daemon/session/flight_recorder.h"
+#include "daemon/observe/flight_recorder.h"
 
-namespace hc::session {
+namespace hc::observe {
 
 // "Float" for "float32", ...; the input unchanged when PyTorch has no name for it.
 std::string pytorchDtypeName(const std::string& dtype);
@@ -28,4 +28,4 @@ std::string flightJson(const FlightSnapshot& record, const std::string& reason,
                                                    const std::string& reason,
                                                    const std::string& detail);
 
-}  // namespace hc::session
+}  // namespace hc::observe

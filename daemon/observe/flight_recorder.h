@@ -21,7 +21,7 @@
 
 #include "common/status.h"
 
-namespace hc::session {
+namespace hc::observe {
 
 enum class FlightState { Scheduled, Started, Completed, Failed };
 const char* flightStateName(FlightState state);  // "scheduled", "started", "completed", "failed"
@@ -131,4 +131,4 @@ std::string profilingName(const std::string& op);
 
 int64_t wallClockNs();
 
-}  // namespace hc::session
+}  // namespace hc::observe
