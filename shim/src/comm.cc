@@ -1,10 +1,13 @@
-// Version, unique ids and communicators: init (plain, with a config, scalable), split, finalize,
-// destroy, abort and the queries.
+// Version, unique ids and the creation of communicators: init (plain, with a config, scalable,
+// inside a group) and split, each recorded in the side table; and the queries. Their end
+// (finalize, destroy, abort) is in comm_lifecycle.cc.
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
+#include "shim/src/comm_table.h"
 #include "shim/src/shim.h"
 
 using hc::shim::asHc;
@@ -24,11 +27,34 @@ bool has(const ncclConfig_t* config, size_t offset, size_t bytes) {
   return config->size >= offset + bytes;
 }
 
-// Converts the fields of a caller's ncclConfig_t that hc knows (blocking, commName) into *out,
-// reading only the fields the caller's size covers, so an older, shorter struct works and a
-// newer, longer one is not misread. A NULL config takes NCCL_COMM_BLOCKING from the environment.
-ncclResult_t readConfig(const ncclConfig_t* config, hc_config_t* out) {
+// What a communicator keeps of its caller's config (the side table's entry).
+struct Settings {
+  bool blocking = true;
+  unsigned configVersion = 0;
+};
+
+hc::shim::CommInfoPtr newInfo(const Settings& settings) {
+  auto info = std::make_shared<hc::shim::CommInfo>();
+  info->blocking = settings.blocking;
+  info->configVersion = settings.configVersion;
+  info->library = hc::shim::thisLibrary();
+  return info;
+}
+
+// Converts the fields of a caller's ncclConfig_t that hc knows (blocking, commName) into *out and
+// *settings, reading only the fields the caller's size covers, so an older, shorter struct works
+// and a newer, longer one is not misread. A NULL config inherits parent's settings (a split, as
+// NCCL does), or with no parent takes NCCL_COMM_BLOCKING from the environment; so does an
+// undefined blocking field.
+ncclResult_t readConfig(const ncclConfig_t* config, const Settings* parent, hc_config_t* out,
+                        Settings* settings) {
   *out = HC_CONFIG_INITIALIZER;
+  if (config == nullptr && parent != nullptr) {
+    *settings = *parent;
+    out->blocking = parent->blocking ? 1 : 0;
+    return ncclSuccess;
+  }
+  *settings = Settings{};
   int blocking = NCCL_CONFIG_UNDEF_INT;
   if (config != nullptr) {
     if (config->magic != NCCL_API_MAGIC ||
@@ -41,6 +67,7 @@ ncclResult_t readConfig(const ncclConfig_t* config, hc_config_t* out) {
       return fail(ncclInvalidArgument, "ncclConfig_t version " + std::to_string(config->version) +
                                            " predates configs (2.14)");
     }
+    settings->configVersion = config->version;
     blocking = config->blocking;
     if (has(config, offsetof(ncclConfig_t, commName), sizeof(const char*))) {
       out->comm_name = config->commName;
@@ -50,8 +77,14 @@ ncclResult_t readConfig(const ncclConfig_t* config, hc_config_t* out) {
     const char* env = std::getenv("NCCL_COMM_BLOCKING");
     if (env != nullptr && *env != '\0') blocking = std::atoi(env) != 0 ? 1 : 0;
   }
-  if (blocking != NCCL_CONFIG_UNDEF_INT) out->blocking = blocking != 0 ? 1 : 0;
+  if (blocking != NCCL_CONFIG_UNDEF_INT) settings->blocking = blocking != 0;
+  out->blocking = settings->blocking ? 1 : 0;
   return ncclSuccess;
+}
+
+std::string initText(ncclComm_t comm, int rank, int nranks) {
+  return "comm " + hc::shim::pointerText(comm) + " rank " + std::to_string(rank) + " nRanks " +
+         std::to_string(nranks);
 }
 
 }  // namespace
@@ -84,22 +117,29 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommInitRank: comm is NULL");
   *comm = nullptr;
   hc_config_t cfg;
-  const ncclResult_t r = readConfig(config, &cfg);
+  Settings settings;
+  const ncclResult_t r = readConfig(config, nullptr, &cfg, &settings);
   if (r != ncclSuccess) return r;
+  // Inside a group nothing may block before the outermost ncclGroupEnd (every rank of a job may
+  // be inside one, as PyTorch and nccl-tests are): hc runs the init non-blocking and that end
+  // waits for it.
+  const bool inGroup = hc::shim::groupDepth() > 0;
+  if (inGroup) cfg.blocking = 0;
   hc_unique_id_t id;
   std::memcpy(id.internal, commId.internal, sizeof(id.internal));
   hc_comm_t c = nullptr;
   const hc_status_t s = hc_comm_init_rank_config(&c, nranks, id, rank, &cfg);
   *comm = asNccl(c);
-  if (s == HC_OK) {
-    hc::shim::info("comm " + hc::shim::pointerText(*comm) + " rank " + std::to_string(rank) +
-                   " nRanks " + std::to_string(nranks) + " - Init COMPLETE (hetero-commd)");
-  } else if (s == HC_IN_PROGRESS) {
-    hc::shim::info("comm " + hc::shim::pointerText(*comm) + " rank " + std::to_string(rank) +
-                   " nRanks " + std::to_string(nranks) + " - Init started, non-blocking");
+  if (s != HC_OK && s != HC_IN_PROGRESS) return hc::shim::fromHcConnecting(s, "ncclCommInitRank");
+  hc::shim::rememberComm(*comm, newInfo(settings));
+  if (inGroup) {
+    hc::shim::deferInit(*comm, settings.blocking);
+    hc::shim::info(initText(*comm, rank, nranks) + " - Init started inside a group");
+    return ncclSuccess;
   }
-  return s == HC_OK || s == HC_IN_PROGRESS ? fromHc(s, nullptr)
-                                           : hc::shim::fromHcConnecting(s, "ncclCommInitRank");
+  hc::shim::info(initText(*comm, rank, nranks) + (s == HC_OK ? " - Init COMPLETE (hetero-commd)"
+                                                             : " - Init started, non-blocking"));
+  return fromHc(s, nullptr);
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
@@ -124,54 +164,30 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int*) {
                                "process); start one process per rank");
 }
 
-ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
-  hc::shim::info("comm " + hc::shim::pointerText(comm) + " - Finalize");
-  return fromHc(hc_comm_finalize(asHc(comm)), comm);
-}
-
-ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  if (comm == nullptr) return ncclSuccess;
-  return fromHc(hc_comm_destroy(asHc(comm)), nullptr);
-}
-
-ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  if (comm == nullptr) return ncclSuccess;
-  hc::shim::info("comm " + hc::shim::pointerText(comm) + " - Abort");
-  return fromHc(hc_comm_abort(asHc(comm)), nullptr);
-}
-
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
   if (comm == nullptr || newcomm == nullptr) {
     return fail(ncclInvalidArgument, "ncclCommSplit: comm or newcomm is NULL");
   }
   *newcomm = nullptr;
+  Settings parent;
+  if (hc::shim::CommInfoPtr p = hc::shim::findComm(comm)) {
+    parent = Settings{p->blocking, p->configVersion};
+  }
   hc_config_t cfg;
-  const ncclResult_t r = readConfig(config, &cfg);
+  Settings settings;
+  const ncclResult_t r = readConfig(config, &parent, &cfg, &settings);
   if (r != ncclSuccess) return r;
   hc_comm_t c = nullptr;
-  // TODO: a NULL config must inherit the parent's (blocking included); hc takes its defaults.
-  const hc_status_t s =
-      hc_comm_split(asHc(comm), color, key, &c, config != nullptr ? &cfg : nullptr);
+  const hc_status_t s = hc_comm_split(asHc(comm), color, key, &c, &cfg);
   *newcomm = asNccl(c);
   if (s == HC_OK || s == HC_IN_PROGRESS) {
-    hc::shim::info("comm " + hc::shim::pointerText(comm) + " split color " +
-                   std::to_string(color) + " key " + std::to_string(key) + " -> comm " +
-                   hc::shim::pointerText(*newcomm));
+    if (*newcomm != nullptr) hc::shim::rememberComm(*newcomm, newInfo(settings));
+    hc::shim::info("comm " + hc::shim::pointerText(comm) + " split color " + std::to_string(color) +
+                   " key " + std::to_string(key) + " -> comm " + hc::shim::pointerText(*newcomm) +
+                   (s == HC_IN_PROGRESS ? " (started, non-blocking)" : ""));
   }
   return fromHc(s, comm);
-}
-
-ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
-  if (comm == nullptr || asyncError == nullptr) {
-    return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm or asyncError is NULL");
-  }
-  hc_status_t async = HC_OK;
-  const hc_status_t s = hc_comm_get_async_error(asHc(comm), &async);
-  if (s != HC_OK) return fromHc(s, comm);
-  *asyncError = hc::shim::toNccl(async);
-  return ncclSuccess;
 }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
@@ -197,11 +213,7 @@ HC_NCCL_TWIN(ncclCommInitRankConfig)
 HC_NCCL_TWIN(ncclCommInitRank)
 HC_NCCL_TWIN(ncclCommInitRankScalable)
 HC_NCCL_TWIN(ncclCommInitAll)
-HC_NCCL_TWIN(ncclCommFinalize)
-HC_NCCL_TWIN(ncclCommDestroy)
-HC_NCCL_TWIN(ncclCommAbort)
 HC_NCCL_TWIN(ncclCommSplit)
-HC_NCCL_TWIN(ncclCommGetAsyncError)
 HC_NCCL_TWIN(ncclCommCount)
 HC_NCCL_TWIN(ncclCommCuDevice)
 HC_NCCL_TWIN(ncclCommUserRank)

@@ -1,6 +1,11 @@
-// Groups, completion of NULL-stream operations, pre-multiplied sums and ncclMemAlloc.
+// Groups (with communicator inits inside them), completion of NULL-stream operations,
+// pre-multiplied sums and ncclMemAlloc.
+#include <unistd.h>
+
+#include <algorithm>
 #include <vector>
 
+#include "shim/src/comm_table.h"
 #include "shim/src/shim.h"
 
 using hc::shim::asHc;
@@ -15,13 +20,54 @@ struct Pending {
   ncclComm_t comm;
 };
 
+// An init issued inside a group (hc runs it non-blocking): the outermost ncclGroupEnd waits for
+// it when the caller's communicator is blocking.
+struct PendingInit {
+  ncclComm_t comm;
+  bool blocking;
+};
+
 // Per thread, as NCCL's groups are.
 thread_local int tlsGroupDepth = 0;
 thread_local std::vector<Pending> tlsPending;
+thread_local std::vector<PendingInit> tlsPendingInits;
+
+// One look at a non-blocking init: HC_IN_PROGRESS while it runs. Under the side table's lock, so
+// a watchdog thread's ncclCommAbort cannot free the handle meanwhile.
+hc_status_t initState(ncclComm_t comm) {
+  hc::shim::CommLookup live(comm);
+  if (live.info() == nullptr) return HC_UNAVAILABLE;  // destroyed or aborted meanwhile
+  hc_status_t async = HC_OK;
+  const hc_status_t s = hc_comm_get_async_error(asHc(comm), &async);
+  return s != HC_OK ? s : async;
+}
+
+// Waits for the init of comm to finish. Sleeps between looks (50 us, doubling up to 10 ms), so a
+// slow join costs no CPU; bounded because hc fails the init at the daemon's comm.init_timeout_ms,
+// and at once when the daemon dies.
+ncclResult_t waitForInit(ncclComm_t comm) {
+  useconds_t sleepUs = 50;
+  hc_status_t s = initState(comm);
+  while (s == HC_IN_PROGRESS) {
+    ::usleep(sleepUs);
+    sleepUs = std::min<useconds_t>(sleepUs * 2, 10000);
+    s = initState(comm);
+  }
+  if (s == HC_UNAVAILABLE && hc::shim::findComm(comm) == nullptr) {
+    return fail(ncclInvalidUsage,
+                "a communicator initialized inside this group was destroyed "
+                "or aborted before ncclGroupEnd");
+  }
+  return fromHc(s, comm);
+}
 
 }  // namespace
 
 namespace hc::shim {
+
+int groupDepth() { return tlsGroupDepth; }
+
+void deferInit(ncclComm_t comm, bool blocking) { tlsPendingInits.push_back({comm, blocking}); }
 
 ncclResult_t trackOrWait(ncclComm_t comm, hc_request_t req) {
   if (tlsGroupDepth > 0) {
@@ -48,7 +94,8 @@ ncclResult_t ncclGroupEnd(void) {
   }
   const hc_status_t s = hc_group_end();
   --tlsGroupDepth;
-  ncclResult_t result = fromHc(s, nullptr);
+  // hc failed the group because one of its calls was on a communicator still initializing.
+  ncclResult_t result = s == HC_IN_PROGRESS ? hc::shim::notReady(nullptr) : fromHc(s, nullptr);
   if (tlsGroupDepth > 0) return result;
   // The outermost end submitted the group: wait for every NULL-stream operation in it, each
   // request freed whatever the outcome, and report the group's error or the first failure.
@@ -57,6 +104,22 @@ ncclResult_t ncclGroupEnd(void) {
   for (Pending& p : pending) {
     const ncclResult_t r = fromHc(hc_wait(&p.req), p.comm);
     if (result == ncclSuccess) result = r;
+  }
+  // Then the inits of the group, which every rank started without blocking: a blocking
+  // communicator is ready when ncclGroupEnd returns; a non-blocking one still initializing makes
+  // it ncclInProgress (ncclCommGetAsyncError tells when it is done), as NCCL does.
+  std::vector<PendingInit> inits;
+  inits.swap(tlsPendingInits);
+  for (const PendingInit& init : inits) {
+    ncclResult_t r = ncclSuccess;
+    if (init.blocking) {
+      r = waitForInit(init.comm);
+    } else {
+      const hc_status_t s = initState(init.comm);
+      r = s == HC_UNAVAILABLE && hc::shim::findComm(init.comm) == nullptr ? ncclSuccess
+                                                                          : fromHc(s, init.comm);
+    }
+    if (result == ncclSuccess || (result == ncclInProgress && r != ncclSuccess)) result = r;
   }
   return result;
 }

@@ -19,15 +19,25 @@
 
 namespace hc::shim {
 
+struct CommInfo;  // comm_table.h
+
 // ---- status (status.cc) ----
 // The one table from hc_status_t to ncclResult_t.
 ncclResult_t toNccl(hc_status_t status);
-// Maps status; on failure records hc's message for comm (NULL: this thread's last call) as
-// ncclGetLastError's text and logs it at NCCL_DEBUG=WARN.
+// The table plus the timeout rule: HC_TIMEOUT is ncclTimeout only from libnccl.so.2 on a
+// communicator whose caller's ncclConfig_t version is 2.30.3 or later (comm may be null).
+ncclResult_t toNccl(hc_status_t status, const CommInfo* comm);
+// Maps status (with comm's entry in the side table, for the timeout rule); on failure records
+// hc's message for comm (NULL, or a communicator no longer in the table: this thread's last call)
+// as ncclGetLastError's text and logs it at NCCL_DEBUG=WARN.
 ncclResult_t fromHc(hc_status_t status, ncclComm_t comm);
 // As fromHc, for the calls that connect to the daemon (unique id, init, memory): a daemon that
 // cannot be reached is ncclSystemError with a text naming the socket and how to start one.
 ncclResult_t fromHcConnecting(hc_status_t status, const char* function);
+// A call on a communicator whose non-blocking init or split is still running (hc submitted
+// nothing): ncclInvalidArgument, as NCCL answers a use before ncclCommGetAsyncError said
+// ncclSuccess. Never ncclInProgress, which would claim the operation was enqueued.
+ncclResult_t notReady(ncclComm_t comm);
 // Records text (prefixed with what) as this thread's last error and returns result.
 ncclResult_t fail(ncclResult_t result, const std::string& text);
 // For functions the shim exports but does not implement yet: ncclInvalidUsage with a text that
@@ -51,13 +61,19 @@ ncclResult_t toHcDtype(ncclDataType_t dtype, hc_dtype_t* out);
 template <class Submit>
 ncclResult_t issue(ncclComm_t comm, hcNcclStream_t stream, Submit&& submit);
 ncclResult_t trackOrWait(ncclComm_t comm, hc_request_t req);
+// The depth of this thread's ncclGroupStart nesting (0: no group open).
+int groupDepth();
+// An init issued inside a group, which hc runs non-blocking: the outermost ncclGroupEnd waits for
+// it when blocking (the caller asked for a blocking communicator), else reports ncclInProgress
+// while it runs. Nothing blocks before that end, as PyTorch and nccl-tests expect of NCCL.
+void deferInit(ncclComm_t comm, bool blocking);
 
 template <class Submit>
 ncclResult_t issue(ncclComm_t comm, hcNcclStream_t stream, Submit&& submit) {
-  if (stream != nullptr) return fromHc(submit(static_cast<hc_request_t*>(nullptr)), comm);
   hc_request_t req = nullptr;
-  hc_status_t s = submit(&req);
-  if (s != HC_OK) return fromHc(s, comm);
+  const hc_status_t s = submit(stream != nullptr ? nullptr : &req);
+  if (s == HC_IN_PROGRESS) return notReady(comm);
+  if (s != HC_OK || stream != nullptr) return fromHc(s, comm);
   return trackOrWait(comm, req);
 }
 

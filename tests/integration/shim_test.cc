@@ -2,7 +2,8 @@
 // built a second time, against rccl/rccl.h), runs as the ranks of one job against real daemons.
 // Every rank runs the whole case list (shim/check: collectives x dtypes x ops x counts, groups,
 // split, bad arguments) and must end with "#wrong 0". Mixed jobs give even ranks libnccl.so.2
-// and odd ranks librccl.so.1, as a CUDA and a ROCm build of one framework would.
+// and odd ranks librccl.so.1, as a CUDA and a ROCm build of one framework would. The lifecycle
+// and fault scenarios are in shim/shim_lifecycle_test.cc.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,78 +17,33 @@
 #include "tests/integration/child_process.h"
 #include "tests/integration/daemon_process.h"
 #include "tests/integration/multi_daemon.h"
+#include "tests/integration/shim/shim_job.h"
 
 namespace hc::integ {
 namespace {
 
 constexpr auto kJobTimeout = std::chrono::seconds(150);
 
-enum class Lib { Nccl, Rccl };
-const char* program(Lib lib) {
-  return lib == Lib::Nccl ? HC_SHIM_CHECK_PATH : HC_SHIM_CHECK_RCCL_PATH;
-}
-
-// A fresh ncclGetUniqueId made through the shim by a client of the daemon at socket.
-std::string newId(const std::string& socket, const std::string& dir, std::string* error) {
-  auto tool = ChildProcess::spawn({HC_SHIM_CHECK_PATH, "--new-id"}, {{"HC_SOCKET", socket}},
-                                  dir + "/shim-new-id.log", error);
-  if (!tool) return "";
-  if (!tool->waitExit(std::chrono::seconds(30)) || tool->exitCode() != 0) {
-    *error = "hc_shim_check --new-id: " + tool->describeEnd() + ": " + tool->output();
-    return "";
-  }
-  std::string hex = tool->output();
-  while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r')) hex.pop_back();
-  return hex;
-}
-
-struct ShimRank {
-  Lib lib;
-  std::string socket;  // the daemon this rank uses
-};
-
-// Runs ranks[r] as rank r of one job with id and expects every rank to exit 0 with "#wrong 0"
-// and no WRONG or ERROR line; on failure, attaches every rank's output and extra (daemon logs).
-// quick leaves out the 1 Mi + 3 count.
-void runJob(const std::vector<ShimRank>& ranks, const std::string& id, const std::string& dir,
-            const std::string& name, bool quick, const std::function<std::string()>& logs) {
+// Runs ranks as one job with id and expects every rank to exit 0 with "#wrong 0" and no WRONG or
+// ERROR line; on failure, attaches every rank's output and logs() (daemon logs).
+void runJob(const std::vector<ShimRankSpec>& ranks, const std::string& id, const std::string& dir,
+            const std::string& name, const std::function<std::string()>& logs) {
   ASSERT_FALSE(id.empty());
-  std::vector<std::unique_ptr<ChildProcess>> procs;
-  const int n = static_cast<int>(ranks.size());
-  for (int r = 0; r < n; ++r) {
-    std::string error;
-    std::vector<std::string> argv = {program(ranks[r].lib),
-                                     "--rank",
-                                     std::to_string(r),
-                                     "--nranks",
-                                     std::to_string(n),
-                                     "--id",
-                                     id};
-    if (quick) argv.push_back("--quick");
-    auto p = ChildProcess::spawn(argv, {{"HC_SOCKET", ranks[r].socket}},
-                                 dir + "/" + name + "-rank" + std::to_string(r) + ".log", &error);
-    ASSERT_NE(p, nullptr) << error;
-    procs.push_back(std::move(p));
-  }
-  std::string problems, outputs;
-  for (int r = 0; r < n; ++r) {
-    const std::string who = "rank " + std::to_string(r) + ": ";
-    if (!procs[r]->waitExit(kJobTimeout)) problems += who + "still running\n";
-    const std::string out = procs[r]->output();
-    outputs += "--- " + who + procs[r]->describeEnd() + "\n" + out;
-    if (procs[r]->exitCode() != 0) problems += who + procs[r]->describeEnd() + "\n";
-    if (out.find("#wrong 0\n") == std::string::npos) problems += who + "no '#wrong 0'\n";
-    for (const char* bad : {"ERROR ", "WRONG "}) {
-      if (out.find(bad) != std::string::npos) problems += who + "printed " + bad + "lines\n";
-    }
-  }
-  EXPECT_EQ(problems, "") << outputs << "\n" << logs();
+  std::string error;
+  auto job = ShimJob::start(ranks, id, dir, name, &error);
+  ASSERT_NE(job, nullptr) << error;
+  EXPECT_EQ(job->expectAllPassed(kJobTimeout), "") << "\n" << logs();
 }
 
-std::vector<ShimRank> ranksOn(const std::vector<std::string>& sockets, bool mixed) {
-  std::vector<ShimRank> out;
+// Mixed jobs give odd ranks librccl.so.1; quick leaves out the 1 Mi + 3 count.
+std::vector<ShimRankSpec> ranksOn(const std::vector<std::string>& sockets, bool mixed, bool quick) {
+  std::vector<ShimRankSpec> out;
   for (size_t r = 0; r < sockets.size(); ++r) {
-    out.push_back({mixed && r % 2 == 1 ? Lib::Rccl : Lib::Nccl, sockets[r]});
+    ShimRankSpec spec;
+    spec.lib = mixed && r % 2 == 1 ? ShimLib::Rccl : ShimLib::Nccl;
+    spec.socket = sockets[r];
+    if (quick) spec.args.push_back("--quick");
+    out.push_back(spec);
   }
   return out;
 }
@@ -98,11 +54,11 @@ TEST_P(ShimTest, EveryCaseIsRightOnOneDaemon) {
   std::string error;
   auto daemon = DaemonProcess::start({}, &error);
   ASSERT_NE(daemon, nullptr) << error;
-  const std::string id = newId(daemon->socketPath(), daemon->dir(), &error);
+  const std::string id = newShimId(daemon->socketPath(), daemon->dir(), &error);
   ASSERT_FALSE(id.empty()) << error;
   const std::string s = daemon->socketPath();
-  runJob(ranksOn({s, s, s, s}, GetParam()), id, daemon->dir(), "one-daemon",
-         /*quick=*/false, [&] { return daemon->logTail(); });
+  runJob(ranksOn({s, s, s, s}, GetParam(), /*quick=*/false), id, daemon->dir(), "one-daemon",
+         [&] { return daemon->logTail(); });
   EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
 }
 
@@ -113,10 +69,10 @@ TEST_P(ShimTest, EveryCaseIsRightAcrossTwoDaemons) {
   ASSERT_NE(cluster, nullptr) << error;
   const std::string s0 = cluster->daemon(0).socketPath(), s1 = cluster->daemon(1).socketPath();
   // Made at daemon 0, so it names daemon 0 as the root.
-  const std::string id = newId(s0, cluster->dir(), &error);
+  const std::string id = newShimId(s0, cluster->dir(), &error);
   ASSERT_FALSE(id.empty()) << error;
-  runJob(ranksOn({s0, s1, s0, s1}, GetParam()), id, cluster->dir(), "two-daemons",
-         /*quick=*/true, [&] { return cluster->logTails(); });
+  runJob(ranksOn({s0, s1, s0, s1}, GetParam(), /*quick=*/true), id, cluster->dir(), "two-daemons",
+         [&] { return cluster->logTails(); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Libraries, ShimTest, ::testing::Values(false, true),
@@ -169,7 +125,7 @@ TEST(ShimDebugTest, NcclDebugInfoGoesToTheDebugFileWithEventsAndIgnoredVariables
   std::string error;
   auto daemon = DaemonProcess::start({}, &error);
   ASSERT_NE(daemon, nullptr) << error;
-  const std::string id = newId(daemon->socketPath(), daemon->dir(), &error);
+  const std::string id = newShimId(daemon->socketPath(), daemon->dir(), &error);
   ASSERT_FALSE(id.empty()) << error;
   auto rank = ChildProcess::spawn(
       {HC_SHIM_CHECK_PATH, "--rank", "0", "--nranks", "1", "--id", id, "--quick"},

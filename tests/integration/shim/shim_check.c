@@ -2,6 +2,8 @@
  *
  *   hc_shim_check --new-id                         prints a fresh ncclGetUniqueId as hex
  *   hc_shim_check --rank R --nranks N --id HEX [--quick]
+ *   hc_shim_check --rank R --nranks N --id HEX --mode NAME [--sync DIR] [--by config|env|group]
+ *                 [--config-version V] [--want RESULT]   one scenario (shim_check_modes.c)
  *
  * Runs every case (collectives x dtypes x ops x counts, groups and send/recv, split, bad
  * arguments), prints "WRONG ..." or "ERROR ..." for each failure and "#wrong <n>" at the end, and
@@ -123,6 +125,7 @@ static int newId(void) {
 
 int main(int argc, char** argv) {
   Check c = {-1, 0, NULL, 0};
+  ModeArgs mode = {NULL, ".", "config", NCCL_VERSION_CODE, ncclSuccess};
   const char* hex = NULL;
   int quick = 0;
   for (int i = 1; i < argc; ++i) {
@@ -134,13 +137,26 @@ int main(int argc, char** argv) {
       c.nranks = atoi(argv[++i]);
     else if (i + 1 < argc && strcmp(argv[i], "--id") == 0)
       hex = argv[++i];
+    else if (i + 1 < argc && strcmp(argv[i], "--mode") == 0)
+      mode.mode = argv[++i];
+    else if (i + 1 < argc && strcmp(argv[i], "--sync") == 0)
+      mode.syncDir = argv[++i];
+    else if (i + 1 < argc && strcmp(argv[i], "--by") == 0)
+      mode.by = argv[++i];
+    else if (i + 1 < argc && strcmp(argv[i], "--config-version") == 0)
+      mode.configVersion = atol(argv[++i]);
+    else if (i + 1 < argc && strcmp(argv[i], "--want") == 0)
+      mode.want = atoi(argv[++i]);
   }
   ncclUniqueId id;
   if (c.rank < 0 || c.nranks < 1 || hex == NULL || !parseHex(hex, &id)) {
-    fprintf(stderr, "usage: %s --new-id | --rank R --nranks N --id HEX [--quick]\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s --new-id | --rank R --nranks N --id HEX [--quick | --mode NAME ...]\n",
+            argv[0]);
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (mode.mode != NULL) return runMode(&c, &mode, id);
 
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;

@@ -35,4 +35,15 @@ void runGroupsAndP2p(Check* c);
 void runSplit(Check* c);
 void runBadArguments(Check* c);
 
+/* One scenario instead of the case list (shim_check_modes.c): --mode NAME with its options. */
+typedef struct {
+  const char* mode;    /* nonblocking, group-init, timeout, abort-waiter, loop */
+  const char* syncDir; /* --sync: the folder where the job's ranks leave step files */
+  const char* by;      /* --by: how a rank asks for non-blocking: config, env or group */
+  long configVersion;  /* --config-version: ncclConfig_t.version; 0 passes no config */
+  int want;            /* --want: the ncclResult_t a timed-out operation must give */
+} ModeArgs;
+/* Creates the communicator itself, runs the mode, prints "#wrong <n>"; returns the exit code. */
+int runMode(Check* c, const ModeArgs* m, ncclUniqueId id);
+
 #endif /* HC_TESTS_INTEGRATION_SHIM_SHIM_CHECK_H_ */

@@ -1,0 +1,361 @@
+/* hc_shim_check's modes: one scenario per run, for the lifecycle and fault tests of
+ * tests/integration/shim/shim_lifecycle_test.cc. Ranks of one job order their steps through
+ * files in a shared folder (--sync DIR): a rank that must not be blocked proves it by creating a
+ * file that another rank waits for before it takes the step that would unblock the first. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/integration/shim/shim_check.h"
+
+/* How long a rank waits for another's step or for an operation before it reports an error: far
+ * beyond what each step takes, so only a hang gets there. */
+#define STEP_TIMEOUT_MS 30000
+
+#if defined(HC_SHIM_CHECK_RCCL)
+typedef hipStream_t Stream;
+#else
+typedef cudaStream_t Stream;
+#endif
+
+/* A stream handle of no runtime: none is loaded in these processes, so hc submits the operation
+ * and the call returns at once, as it does on a real stream; ncclCommFinalize is what waits. */
+static Stream someStream(void) { return (Stream)(uintptr_t)0x5e; }
+
+static double nowMs(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void sleepMs(int ms) {
+  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+  }
+}
+
+static void stepPath(const ModeArgs* m, const char* step, char* out, size_t n) {
+  snprintf(out, n, "%s/%s", m->syncDir, step);
+}
+
+static void signalStep(const ModeArgs* m, const char* step) {
+  char path[4096];
+  stepPath(m, step, path, sizeof path);
+  FILE* f = fopen(path, "w");
+  if (f != NULL) fclose(f);
+}
+
+static int waitStep(Check* c, const ModeArgs* m, const char* step) {
+  char path[4096];
+  stepPath(m, step, path, sizeof path);
+  for (double start = nowMs(); nowMs() - start < STEP_TIMEOUT_MS; sleepMs(5)) {
+    if (access(path, F_OK) == 0) return 1;
+  }
+  printf("ERROR rank %d: step '%s' of another rank did not come within %d ms\n", c->rank, step,
+         STEP_TIMEOUT_MS);
+  c->wrong++;
+  return 0;
+}
+
+/* Polls ncclCommGetAsyncError until it is no longer ncclInProgress; returns what it became. */
+static ncclResult_t waitReady(Check* c, ncclComm_t comm, const char* what) {
+  ncclResult_t async = ncclInProgress;
+  for (double start = nowMs(); nowMs() - start < STEP_TIMEOUT_MS; sleepMs(1)) {
+    if (!CHECK_OK(c, "ncclCommGetAsyncError", ncclCommGetAsyncError(comm, &async))) return async;
+    if (async != ncclInProgress) return async;
+  }
+  printf("ERROR %s: still ncclInProgress after %d ms\n", what, STEP_TIMEOUT_MS);
+  c->wrong++;
+  return async;
+}
+
+static void expectAsync(Check* c, ncclComm_t comm, const char* what, ncclResult_t want) {
+  ncclResult_t async = ncclInternalError;
+  if (CHECK_OK(c, "ncclCommGetAsyncError", ncclCommGetAsyncError(comm, &async))) {
+    expectResult(c, what, async, want);
+  }
+}
+
+/* An allreduce of rank + 1 over comm, checked against the sum over its ranks. */
+static void checkSum(Check* c, ncclComm_t comm, const char* what) {
+  int n = 0, x = c->rank + 1, want = 0;
+  if (!CHECK_OK(c, "ncclCommCount", ncclCommCount(comm, &n))) return;
+  for (int r = 0; r < c->nranks; ++r) want += r + 1;
+  if (CHECK_OK(c, what, ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, NULL)) && x != want) {
+    printf("WRONG %s: %d, want %d\n", what, x, want);
+    c->wrong++;
+  }
+}
+
+/* Non-blocking communicators, one way per rank: rank 0 by its ncclConfig_t, rank 1 by
+ * NCCL_COMM_BLOCKING=0 and no config, rank 2 by ncclCommInitRankScalable inside a group (its
+ * ncclGroupEnd is what returns ncclInProgress). The inits start in the order 2, 0, 1, each after
+ * the previous one returned, so ranks 2 and 0 see their init still waiting. Then a split with a
+ * NULL config (inheriting non-blocking) and a finalize that returns while an operation waits for
+ * the other ranks, which post theirs only after that. */
+static void runNonBlocking(Check* c, const ModeArgs* m, ncclUniqueId id) {
+  const int me = c->rank, n = c->nranks;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  if (me == 0 && !waitStep(c, m, "r2-init-started")) return;
+  if (me == 1 && !waitStep(c, m, "r0-init-started")) return;
+  if (strcmp(m->by, "group") == 0) {
+    if (!CHECK_OK(c, "ncclGroupStart", ncclGroupStart()) ||
+        !CHECK_OK(c, "ncclCommInitRankScalable in a group",
+                  ncclCommInitRankScalable(&c->comm, n, me, 1, &id, &config)) ||
+        !expectResult(c, "ncclGroupEnd of a non-blocking init", ncclGroupEnd(), ncclInProgress)) {
+      return;
+    }
+  } else {
+    ncclResult_t r = strcmp(m->by, "env") == 0
+                         ? ncclCommInitRank(&c->comm, n, id, me)
+                         : ncclCommInitRankConfig(&c->comm, n, id, me, &config);
+    if (!expectResult(c, "non-blocking init", r, ncclInProgress)) return;
+  }
+  if (c->comm == NULL) {
+    printf("ERROR non-blocking init gave no communicator\n");
+    c->wrong++;
+    return;
+  }
+  if (me != 1) {
+    /* Rank 1 has not begun its init, so this one cannot have finished. */
+    expectAsync(c, c->comm, "async state of an init waiting for rank 1", ncclInProgress);
+    float x = 1.0f;
+    expectResult(c, "ncclAllReduce before the init finished",
+                 ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, c->comm, NULL),
+                 ncclInvalidArgument);
+  }
+  signalStep(m, me == 2 ? "r2-init-started" : "r0-init-started");
+  expectResult(c, "the finished init", waitReady(c, c->comm, "init"), ncclSuccess);
+
+  ncclComm_t child = NULL;
+  if (me != 0 && !waitStep(c, m, "r0-split-started")) return;
+  ncclResult_t r = ncclCommSplit(c->comm, 0, me, &child, NULL);
+  if (!expectResult(c, "split with a NULL config of a non-blocking parent", r, ncclInProgress) ||
+      child == NULL) {
+    return;
+  }
+  if (me == 0) expectAsync(c, child, "async state of a split waiting for rank 1", ncclInProgress);
+  signalStep(m, "r0-split-started");
+  expectResult(c, "the finished split", waitReady(c, child, "split"), ncclSuccess);
+  checkSum(c, child, "ncclAllReduce on the split child");
+  CHECK_OK(c, "ncclCommDestroy child", ncclCommDestroy(child));
+
+  /* Rank 0's operation waits for the others', which come only after rank 0's finalize returned. */
+  int x = me + 1;
+  if (me == 0) {
+    if (!CHECK_OK(c, "ncclAllReduce on a stream",
+                  ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, c->comm, someStream()))) {
+      return;
+    }
+    expectResult(c, "ncclCommFinalize with an operation outstanding", ncclCommFinalize(c->comm),
+                 ncclInProgress);
+    expectAsync(c, c->comm, "async state while finalizing", ncclInProgress);
+    sleepMs(200);
+    expectAsync(c, c->comm, "async state while the others withhold their part", ncclInProgress);
+    signalStep(m, "r0-finalize-started");
+  } else {
+    if (!waitStep(c, m, "r0-finalize-started")) return;
+    CHECK_OK(c, "ncclAllReduce", ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, c->comm, NULL));
+    r = ncclCommFinalize(c->comm);
+    if (r != ncclSuccess) expectResult(c, "ncclCommFinalize", r, ncclInProgress);
+  }
+  expectResult(c, "the finished finalize", waitReady(c, c->comm, "finalize"), ncclSuccess);
+  if (x != n * (n + 1) / 2) {
+    printf("WRONG the allreduce finalize waited for: %d, want %d\n", x, n * (n + 1) / 2);
+    c->wrong++;
+  }
+  CHECK_OK(c, "ncclCommDestroy", ncclCommDestroy(c->comm));
+}
+
+/* Init inside nested groups, as PyTorch and nccl-tests issue it: no call blocks before the
+ * outermost ncclGroupEnd (rank 1 starts its init only after rank 0's inner end returned), which
+ * returns with the communicator ready. Then a blocking finalize, which waits for an operation. */
+static void runGroupInit(Check* c, const ModeArgs* m, ncclUniqueId id) {
+  const int me = c->rank;
+  if (me == 1 && !waitStep(c, m, "r0-init-issued")) return;
+  if (!CHECK_OK(c, "ncclGroupStart", ncclGroupStart()) ||
+      !CHECK_OK(c, "ncclGroupStart nested", ncclGroupStart()) ||
+      !CHECK_OK(c, "ncclCommInitRank in a group", ncclCommInitRank(&c->comm, c->nranks, id, me)) ||
+      !CHECK_OK(c, "ncclGroupEnd nested", ncclGroupEnd())) {
+    return;
+  }
+  signalStep(m, "r0-init-issued");
+  if (!CHECK_OK(c, "the outermost ncclGroupEnd", ncclGroupEnd())) return;
+  expectAsync(c, c->comm, "async state after ncclGroupEnd", ncclSuccess);
+  checkSum(c, c->comm, "ncclAllReduce after init in a group");
+
+  int x = me + 1;
+  if (me == 0) {
+    if (!CHECK_OK(c, "ncclAllReduce on a stream",
+                  ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, c->comm, someStream()))) {
+      return;
+    }
+    signalStep(m, "r0-posted");
+    const double start = nowMs();
+    CHECK_OK(c, "blocking ncclCommFinalize", ncclCommFinalize(c->comm));
+    const double took = nowMs() - start;
+    if (took < 150.0) {
+      printf("WRONG blocking ncclCommFinalize returned after %.0f ms, before rank 1 posted\n",
+             took);
+      c->wrong++;
+    }
+  } else {
+    if (!waitStep(c, m, "r0-posted")) return;
+    sleepMs(300);
+    CHECK_OK(c, "ncclAllReduce", ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, c->comm, NULL));
+    CHECK_OK(c, "ncclCommFinalize", ncclCommFinalize(c->comm));
+  }
+  if (x != 3) {
+    printf("WRONG the allreduce finalize waited for: %d, want 3\n", x);
+    c->wrong++;
+  }
+  CHECK_OK(c, "ncclCommDestroy", ncclCommDestroy(c->comm));
+}
+
+/* The daemon's comm.op_timeout_ms fails an allreduce that the last rank withholds; the others
+ * expect --want (ncclTimeout or ncclRemoteError, by library and config version) from the call
+ * and, for an operation on a stream, from ncclCommGetAsyncError. --config-version 0: no config. */
+static void runTimeout(Check* c, const ModeArgs* m, ncclUniqueId id) {
+  const int me = c->rank, last = c->nranks - 1;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.version = (unsigned)m->configVersion;
+  ncclResult_t r = m->configVersion == 0
+                       ? ncclCommInitRank(&c->comm, c->nranks, id, me)
+                       : ncclCommInitRankConfig(&c->comm, c->nranks, id, me, &config);
+  if (!CHECK_OK(c, "ncclCommInitRank", r)) return;
+  if (me == last) {
+    char step[64];
+    for (int p = 0; p < last; ++p) {
+      snprintf(step, sizeof step, "timed-out-%d", p);
+      if (!waitStep(c, m, step)) break;
+    }
+    CHECK_OK(c, "ncclCommAbort", ncclCommAbort(c->comm));
+    return;
+  }
+  float x = 1.0f;
+  r = ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, c->comm, NULL);
+  if (expectResult(c, "ncclAllReduce withheld by the last rank", r, (ncclResult_t)m->want)) {
+    printf("timed out: %d (%s): %s\n", (int)r, ncclGetErrorString(r), ncclGetLastError(c->comm));
+    if (strstr(ncclGetLastError(c->comm), "within") == NULL) {
+      printf("WRONG the timeout's text names no deadline: '%s'\n", ncclGetLastError(c->comm));
+      c->wrong++;
+    }
+  }
+  /* The communicator has failed: an operation on a stream fails too, asynchronously. */
+  CHECK_OK(c, "ncclAllReduce on a stream",
+           ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, c->comm, someStream()));
+  ncclResult_t async = ncclSuccess;
+  for (double start = nowMs(); async == ncclSuccess && nowMs() - start < STEP_TIMEOUT_MS;
+       sleepMs(1)) {
+    if (!CHECK_OK(c, "ncclCommGetAsyncError", ncclCommGetAsyncError(c->comm, &async))) break;
+  }
+  expectResult(c, "the async error after the timeout", async, (ncclResult_t)m->want);
+  char step[64];
+  snprintf(step, sizeof step, "timed-out-%d", me);
+  signalStep(m, step);
+  CHECK_OK(c, "ncclCommAbort", ncclCommAbort(c->comm));
+}
+
+typedef struct {
+  ncclComm_t comm;
+  double abortStart, abortEnd;
+  ncclResult_t result;
+} Aborter;
+
+static void* abortLater(void* arg) {
+  Aborter* a = (Aborter*)arg;
+  sleepMs(500);
+  a->abortStart = nowMs();
+  a->result = ncclCommAbort(a->comm);
+  a->abortEnd = nowMs();
+  return NULL;
+}
+
+/* Rank 0 waits in a blocking allreduce that rank 1 never posts; a second thread aborts the
+ * communicator, as a framework's watchdog does. The abort returns at once and the waiter wakes
+ * with an error within 5 s. */
+static void runAbortWaiter(Check* c, const ModeArgs* m, ncclUniqueId id) {
+  if (!CHECK_OK(c, "ncclCommInitRank", ncclCommInitRank(&c->comm, c->nranks, id, c->rank))) return;
+  if (c->rank != 0) {
+    waitStep(c, m, "r0-woke");
+    CHECK_OK(c, "ncclCommAbort", ncclCommAbort(c->comm));
+    return;
+  }
+  Aborter a = {c->comm, 0, 0, ncclInternalError};
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, abortLater, &a) != 0) {
+    printf("ERROR pthread_create\n");
+    c->wrong++;
+    return;
+  }
+  float x = 1.0f;
+  const ncclResult_t r = ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, c->comm, NULL);
+  const double woke = nowMs();
+  const char* text = ncclGetLastError(NULL);
+  pthread_join(thread, NULL);
+  c->comm = NULL; /* freed by the abort */
+  signalStep(m, "r0-woke");
+  printf("waiter: %d (%s): %s; abort took %.1f ms, the waiter woke %.1f ms after it began\n",
+         (int)r, ncclGetErrorString(r), text, a.abortEnd - a.abortStart, woke - a.abortStart);
+  CHECK_OK(c, "ncclCommAbort from the second thread", a.result);
+  if (r == ncclSuccess || r == ncclInProgress) {
+    printf("WRONG the aborted allreduce returned %d\n", (int)r);
+    c->wrong++;
+  }
+  if (a.abortEnd - a.abortStart > 1000.0) {
+    printf("WRONG ncclCommAbort blocked for %.0f ms\n", a.abortEnd - a.abortStart);
+    c->wrong++;
+  }
+  if (woke - a.abortStart > 5000.0) {
+    printf("WRONG the waiter woke %.0f ms after the abort\n", woke - a.abortStart);
+    c->wrong++;
+  }
+}
+
+/* Allreduces until one fails (the test kills the daemon meanwhile); prints "looping" once and
+ * "loop ended: <result>" at the end. */
+static void runLoop(Check* c, ncclUniqueId id) {
+  if (!CHECK_OK(c, "ncclCommInitRank", ncclCommInitRank(&c->comm, c->nranks, id, c->rank))) return;
+  static float buf[4096];
+  ncclResult_t r = ncclSuccess;
+  int announced = 0;
+  for (double start = nowMs(); r == ncclSuccess && nowMs() - start < 120000.0;) {
+    r = ncclAllReduce(buf, buf, 4096, ncclFloat32, ncclSum, c->comm, NULL);
+    if (r == ncclSuccess && !announced) {
+      printf("looping\n");
+      announced = 1;
+    }
+  }
+  printf("loop ended: %d (%s): %s\n", (int)r, ncclGetErrorString(r), ncclGetLastError(c->comm));
+  if (r == ncclSuccess || r == ncclInProgress) c->wrong++;
+  ncclResult_t async = ncclSuccess;
+  CHECK_OK(c, "ncclCommGetAsyncError", ncclCommGetAsyncError(c->comm, &async));
+  printf("async error: %d (%s)\n", (int)async, ncclGetErrorString(async));
+  CHECK_OK(c, "ncclCommAbort", ncclCommAbort(c->comm));
+}
+
+int runMode(Check* c, const ModeArgs* m, ncclUniqueId id) {
+  if (strcmp(m->mode, "nonblocking") == 0) {
+    runNonBlocking(c, m, id);
+  } else if (strcmp(m->mode, "group-init") == 0) {
+    runGroupInit(c, m, id);
+  } else if (strcmp(m->mode, "timeout") == 0) {
+    runTimeout(c, m, id);
+  } else if (strcmp(m->mode, "abort-waiter") == 0) {
+    runAbortWaiter(c, m, id);
+  } else if (strcmp(m->mode, "loop") == 0) {
+    runLoop(c, id);
+  } else {
+    fprintf(stderr, "unknown --mode %s\n", m->mode);
+    return 2;
+  }
+  printf("#wrong %d\n", c->wrong);
+  return c->wrong == 0 ? 0 : 1;
+}
