@@ -211,7 +211,8 @@ hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* asyncError) {
     return fail(hc::invalidArgument("NULL argument"));
   }
   CommState* c = comm->state.get();
-  c->conn->reap();
+  // Also notices a daemon that died while nothing was outstanding, which no completion reports.
+  c->conn->pollThrottled();
   Status init = adoptInit(c);
   if (init.code() == Code::InProgress) {
     *asyncError = c->conn->dead() ? HC_UNAVAILABLE : HC_IN_PROGRESS;
@@ -224,6 +225,9 @@ hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* asyncError) {
   if (c->aborted.load()) {
     *asyncError = HC_UNAVAILABLE;
     return HC_OK;
+  }
+  if (c->conn->dead()) {
+    c->setAsyncError(hc::unavailable("hetero-commd is gone: the connection to it closed"));
   }
   std::lock_guard<std::mutex> lock(c->mutex);
   *asyncError = static_cast<hc_status_t>(c->asyncError.code());

@@ -81,6 +81,9 @@ class Connection {
   // reap(), and notices a daemon that hung up (failing every pending request). Non-blocking:
   // stream waits call it between sleeps.
   void poll();
+  // poll() for callers that may run in a tight loop (hc_comm_get_async_error under a watchdog):
+  // the hang-up check, a system call, runs at most once per kHangUpCheckInterval.
+  void pollThrottled();
 
   // Device memory (protocol minor 3; connection_device.cc). A reference to [p, p+bytes) of the
   // device allocation `at` of runtime `rt`: the allocation is exported and registered with the
@@ -151,6 +154,7 @@ class Connection {
   std::mutex reapMutex_;               // guards pending_ and the completion ring's consumer side
   std::map<uint64_t, PendingEntry> pending_;
   std::atomic<bool> dead_{false};
+  std::atomic<int64_t> lastHangUpCheckNs_{0};
   Status deadStatus_;
   StagingPool staging_{this};
   PendingWrites pendingWrites_;

@@ -140,6 +140,20 @@ void Connection::poll() {
   if (!dead()) (void)noticeHangUp();
 }
 
+void Connection::pollThrottled() {
+  // A watchdog polling every few milliseconds notices a dead daemon within about this long.
+  constexpr int64_t kHangUpCheckIntervalNs = 10'000'000;
+  reap();
+  if (dead()) return;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t last = lastHangUpCheckNs_.load(std::memory_order_relaxed);
+  if (now - last < kHangUpCheckIntervalNs) return;
+  if (!lastHangUpCheckNs_.compare_exchange_strong(last, now)) return;  // another thread checks
+  (void)noticeHangUp();
+}
+
 bool Connection::daemonHungUp() const {
   pollfd p{socket_, POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;

@@ -53,5 +53,30 @@ TEST(DaemonKilledTest, EveryWaitingClientFailsWithinFiveSeconds) {
   }
 }
 
+// A watchdog polling hc_comm_get_async_error on a communicator with nothing outstanding (as
+// PyTorch's does between steps) learns of the daemon's death: no completion will tell it.
+TEST(DaemonKilledTest, AsyncErrorReportsADeadDaemonWithNothingOutstanding) {
+  std::string error;
+  auto daemon = DaemonProcess::start({}, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  auto job = RankJob::start(*daemon, "watch", 2, {"--mode", "watchidle", "--count", "1024"},
+                            &error);
+  ASSERT_NE(job, nullptr) << error;
+  ASSERT_TRUE(job->waitAllOutput("idle", seconds(20))) << job->report();
+  auto killedAt = Clock::now();
+  daemon->kill9();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(job->rank(r).waitForOutput("async status=", seconds(5)))
+        << "hc_comm_get_async_error still OK 5 s after the daemon died\n"
+        << job->report();
+    auto tookMs =
+        std::chrono::duration_cast<milliseconds>(Clock::now() - killedAt).count();
+    auto result = findStatusLine(job->rank(r).output(), "async");
+    ASSERT_TRUE(result.has_value());
+    EXPECT_EQ(result->status, 6 /* HC_UNAVAILABLE */) << result->text;
+    EXPECT_LT(tookMs, 2000) << job->report();
+  }
+}
+
 }  // namespace
 }  // namespace hc::integ

@@ -4,7 +4,7 @@
 //
 //   hc_rank_worker --rank R --nranks N --id <256 hex digits>
 //                  --mode matrix|grid|alltoallv|groups|biggroup|split|abort|badargs|demo|loop|
-//                         hang|idle|mismatch|deviceops|devicesendrecv|streamwait|
+//                         hang|idle|watchidle|mismatch|deviceops|devicesendrecv|streamwait|
 //                         gpu|gpuorder|gpukill|gpumemory|gpuperf
 //                  [--seed S] [--count C] [--seconds T] [--iters K] [--stall-after K]
 //                  [--go-file PATH] [--field count|dtype|redop|root|op|sendcount|senddtype]
@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
       {"loop", hc::integ::runLoop},
       {"hang", hc::integ::runHang},
       {"idle", hc::integ::runIdle},
+      {"watchidle", hc::integ::runWatchIdle},
       {"mismatch", hc::integ::runMismatch},
       {"grid", hc::integ::runGrid},
       {"deviceops", hc::integ::runDeviceOps},
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
       {"gpuperf", hc::integ::runGpuPerf}};
   // Modes that wait on purpose (for a go file, for a stalled peer, forever) run without one.
   int watchdog = 60;
-  const std::set<std::string_view> unwatched = {"loop",     "hang", "idle",
+  const std::set<std::string_view> unwatched = {"loop",     "hang", "idle", "watchidle",
                                                 "mismatch", "demo", "streamwait"};
   // Checked before init: a rank that gives up after joining would leave its peers waiting.
   if (!parseArgs(argc, argv, &o, &id, &watchdog) || modes.count(o.mode) == 0) {

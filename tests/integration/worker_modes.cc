@@ -216,6 +216,28 @@ int runIdle(hc_comm_t comm, const WorkerOptions& o) {
   return rc == HC_OK ? kExitOk : kExitOpFailed;
 }
 
+int runWatchIdle(hc_comm_t comm, const WorkerOptions& o) {
+  SharedBuffer send(o.count * sizeof(int32_t) + 4096);
+  SharedBuffer recv(o.count * sizeof(int32_t) + 4096);
+  if (!send.ok() || !recv.ok()) return allocFailed();
+  uint64_t wrong = 0;
+  hc_status_t rc = checkedAllreduce(comm, o, o.seed, send, recv, o.count, &wrong);
+  if (rc != HC_OK || wrong != 0) {
+    std::printf("warmup status=%d wrong=%llu\n", rc, static_cast<unsigned long long>(wrong));
+    return rc != HC_OK ? kExitOpFailed : kExitWrong;
+  }
+  std::printf("idle\n");
+  std::fflush(stdout);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  hc_status_t async = HC_OK;
+  while (std::chrono::steady_clock::now() < until) {
+    if (hc_comm_get_async_error(comm, &async) != HC_OK || async != HC_OK) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  printStatus("async", async, comm);
+  return async == HC_OK ? kExitOk : kExitOpFailed;
+}
+
 int runMismatch(hc_comm_t comm, const WorkerOptions& o) {
   constexpr uint64_t kCount = 16;
   SharedBuffer send(4096);

@@ -65,6 +65,10 @@ int runLoop(hc_comm_t comm, const WorkerOptions& o);
 int runHang(hc_comm_t comm, const WorkerOptions& o);
 // One verified allreduce, then waits for goFile, then one more allreduce whose status it prints.
 int runIdle(hc_comm_t comm, const WorkerOptions& o);
+// One verified allreduce, "idle", then hc_comm_get_async_error every 5 ms with nothing
+// outstanding, as a framework's watchdog polls: prints "async status=N" when it reports an error
+// (exit 3), or after 30 s without one (exit 0).
+int runWatchIdle(hc_comm_t comm, const WorkerOptions& o);
 // A warm-up allreduce, one collective whose descriptor differs between ranks, one more allreduce.
 int runMismatch(hc_comm_t comm, const WorkerOptions& o);
 // Alltoallv layouts with zero counts (none at all, only to self, one silent sender, a ring).
