@@ -1,6 +1,7 @@
 # The CUDA toolkit for the CUDA device backend (daemon/device/cuda), decided by HC_WITH_CUDA:
-#   AUTO  build the backend when nvcc is found, skip it quietly otherwise;
-#   ON    build it, and fail the configure when nvcc is missing;
+#   AUTO  build the backend when nvcc is found and compiles a one-line kernel, skip it otherwise
+#         (one status line says why);
+#   ON    build it, and fail the configure when nvcc is missing or cannot compile;
 #   OFF   skip it.
 # The toolkit is used at build time only: nvcc compiles the reduction kernels into a fatbin, and
 # cuda.h provides types. Nothing links libcudart or libcuda (not even the toolkit's stub): the
@@ -30,7 +31,9 @@ if(_hc_with_cuda STREQUAL "AUTO")
 elseif(HC_WITH_CUDA)
   set(_hc_cuda_required TRUE)
 else()
-  message(STATUS "CUDA backend: off (HC_WITH_CUDA=${HC_WITH_CUDA})")
+  set(_hc_verdict "CUDA backend: off (HC_WITH_CUDA=${HC_WITH_CUDA})")
+  message(STATUS "${_hc_verdict}")
+  set_property(GLOBAL PROPERTY HC_CUDA_VERDICT "${_hc_verdict}")
   return()
 endif()
 
@@ -54,14 +57,44 @@ if(NOT HC_NVCC OR NOT HC_CUDA_INCLUDE_DIR)
     message(FATAL_ERROR "HC_WITH_CUDA=ON but ${_hc_cuda_why}; install the CUDA toolkit or "
                         "configure with -DHC_WITH_CUDA=OFF")
   endif()
-  message(STATUS "CUDA backend: skipped (${_hc_cuda_why})")
+  set(_hc_verdict "CUDA backend: skipped (${_hc_cuda_why})")
+  message(STATUS "${_hc_verdict}")
+  set_property(GLOBAL PROPERTY HC_CUDA_VERDICT "${_hc_verdict}")
   return()
+endif()
+
+# Found is not enough: a toolkit that cannot compile for these archs (a stale nvcc, a host
+# compiler it rejects) must not break the build. A one-line kernel decides, once per nvcc.
+if(NOT HC_CUDA_PROBED_NVCC STREQUAL HC_NVCC)
+  set(_hc_probe_dir ${CMAKE_BINARY_DIR}/CMakeFiles/hc_cuda_probe)
+  file(WRITE ${_hc_probe_dir}/probe.cu "__global__ void hcProbe(float* p) { p[threadIdx.x] = 1.0f; }\n")
+  list(GET HC_CUDA_ARCHS 0 _hc_first_arch)
+  execute_process(
+    COMMAND ${HC_NVCC} -c -gencode arch=compute_${_hc_first_arch},code=sm_${_hc_first_arch}
+            -o ${_hc_probe_dir}/probe.o ${_hc_probe_dir}/probe.cu
+    RESULT_VARIABLE _hc_probe_rc OUTPUT_VARIABLE _hc_probe_out ERROR_VARIABLE _hc_probe_out
+    TIMEOUT 120)
+  if(_hc_probe_rc EQUAL 0)
+    set(HC_CUDA_PROBED_NVCC "${HC_NVCC}" CACHE INTERNAL "the nvcc that compiled the probe kernel")
+  else()
+    string(STRIP "${_hc_probe_out}" _hc_probe_out)
+    set(_hc_cuda_why "${HC_NVCC} cannot compile a one-line kernel for sm_${_hc_first_arch}: ${_hc_probe_out}")
+    if(_hc_cuda_required)
+      message(FATAL_ERROR "HC_WITH_CUDA=ON but ${_hc_cuda_why}")
+    endif()
+    set(_hc_verdict "CUDA backend: skipped (${_hc_cuda_why})")
+    message(STATUS "${_hc_verdict}")
+    set_property(GLOBAL PROPERTY HC_CUDA_VERDICT "${_hc_verdict}")
+    return()
+  endif()
 endif()
 
 set(HC_CUDA_FOUND TRUE)
 set_property(GLOBAL PROPERTY HC_CUDA_FOUND TRUE)
-message(STATUS "CUDA backend: on (nvcc ${HC_NVCC}, cuda.h in ${HC_CUDA_INCLUDE_DIR}, "
+string(CONCAT _hc_verdict "CUDA backend: on (nvcc ${HC_NVCC}, cuda.h in ${HC_CUDA_INCLUDE_DIR}, "
                "archs ${HC_CUDA_ARCHS})")
+message(STATUS "${_hc_verdict}")
+set_property(GLOBAL PROPERTY HC_CUDA_VERDICT "${_hc_verdict}")
 
 # Compiles <source> into a fatbin at <output>: one cubin per HC_CUDA_ARCHS entry and PTX for the
 # last, so a newer GPU JIT-compiles it and an older driver that cannot still has the cubins.

@@ -1,6 +1,7 @@
 # The HIP toolchain for the HIP device backend (daemon/device/hip), decided by HC_WITH_HIP:
-#   AUTO  build the backend when hipcc and the HIP headers are found, skip it quietly otherwise;
-#   ON    build it, and fail the configure when they are missing;
+#   AUTO  build the backend when hipcc and the HIP headers are found and hipcc compiles a
+#         one-line kernel, skip it otherwise (one status line says why);
+#   ON    build it, and fail the configure when they are missing or cannot compile;
 #   OFF   skip it.
 # The toolchain is used at build time only: hipcc compiles the reduction kernels into a
 # code-object bundle, and hip_runtime_api.h provides types (-D__HIP_PLATFORM_AMD__). Nothing links
@@ -27,7 +28,9 @@ if(_hc_with_hip STREQUAL "AUTO")
 elseif(HC_WITH_HIP)
   set(_hc_hip_required TRUE)
 else()
-  message(STATUS "HIP backend: off (HC_WITH_HIP=${HC_WITH_HIP})")
+  set(_hc_verdict "HIP backend: off (HC_WITH_HIP=${HC_WITH_HIP})")
+  message(STATUS "${_hc_verdict}")
+  set_property(GLOBAL PROPERTY HC_HIP_VERDICT "${_hc_verdict}")
   return()
 endif()
 
@@ -46,7 +49,9 @@ if(NOT HC_HIPCC OR NOT HC_HIP_INCLUDE_DIR)
     message(FATAL_ERROR "HC_WITH_HIP=ON but ${_hc_hip_why}; install them (Debian: hipcc "
                         "libamdhip64-dev) or configure with -DHC_WITH_HIP=OFF")
   endif()
-  message(STATUS "HIP backend: skipped (${_hc_hip_why})")
+  set(_hc_verdict "HIP backend: skipped (${_hc_hip_why})")
+  message(STATUS "${_hc_verdict}")
+  set_property(GLOBAL PROPERTY HC_HIP_VERDICT "${_hc_verdict}")
   return()
 endif()
 
@@ -57,9 +62,38 @@ foreach(_hc_arch IN LISTS HC_HIP_ARCHS)
   endif()
 endforeach()
 
+# Found is not enough: hipcc must compile a one-line kernel for the first target (once per
+# hipcc), or the backend is skipped (AUTO) or the configure fails (ON).
+if(NOT HC_HIP_PROBED_HIPCC STREQUAL HC_HIPCC)
+  set(_hc_probe_dir ${CMAKE_BINARY_DIR}/CMakeFiles/hc_hip_probe)
+  file(WRITE ${_hc_probe_dir}/probe.hip
+       "#include <hip/hip_runtime.h>\n__global__ void hcProbe(float* p) { p[threadIdx.x] = 1.0f; }\n")
+  list(GET HC_HIP_ARCHS 0 _hc_first_arch)
+  execute_process(
+    COMMAND ${HC_HIPCC} -c --offload-arch=${_hc_first_arch} -o ${_hc_probe_dir}/probe.o
+            ${_hc_probe_dir}/probe.hip
+    RESULT_VARIABLE _hc_probe_rc OUTPUT_VARIABLE _hc_probe_out ERROR_VARIABLE _hc_probe_out
+    TIMEOUT 120)
+  if(_hc_probe_rc EQUAL 0)
+    set(HC_HIP_PROBED_HIPCC "${HC_HIPCC}" CACHE INTERNAL "the hipcc that compiled the probe kernel")
+  else()
+    string(STRIP "${_hc_probe_out}" _hc_probe_out)
+    set(_hc_hip_why "${HC_HIPCC} cannot compile a one-line kernel for ${_hc_first_arch}: ${_hc_probe_out}")
+    if(_hc_hip_required)
+      message(FATAL_ERROR "HC_WITH_HIP=ON but ${_hc_hip_why}")
+    endif()
+    set(_hc_verdict "HIP backend: skipped (${_hc_hip_why})")
+    message(STATUS "${_hc_verdict}")
+    set_property(GLOBAL PROPERTY HC_HIP_VERDICT "${_hc_verdict}")
+    return()
+  endif()
+endif()
+
 set(HC_HIP_FOUND TRUE)
-message(STATUS "HIP backend: on (hipcc ${HC_HIPCC}, HIP headers in ${HC_HIP_INCLUDE_DIR}, "
+string(CONCAT _hc_verdict "HIP backend: on (hipcc ${HC_HIPCC}, HIP headers in ${HC_HIP_INCLUDE_DIR}, "
                "archs ${HC_HIP_ARCHS})")
+message(STATUS "${_hc_verdict}")
+set_property(GLOBAL PROPERTY HC_HIP_VERDICT "${_hc_verdict}")
 
 # Host code that includes the HIP headers for their types and signatures. Never links the runtime.
 function(hc_use_hip_headers target)
