@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,6 +26,7 @@
 #include "tests/integration/child_process.h"
 #include "tests/integration/daemon_process.h"
 #include "tests/integration/rank_job.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
@@ -35,19 +35,6 @@ constexpr auto kJobTimeout = std::chrono::seconds(120);
 constexpr const char* kAttached = "cross-memory attach";
 constexpr const char* kDaemonAttachedLog = "cross-memory attach enabled";
 constexpr const char* kDaemonRefusedLog = "cross-memory attach not available";
-
-// A fresh directory for one test's sockets and logs ("" on failure).
-std::string makeTestDir(const char* prefix) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";
-  return ::mkdtemp(dir.data()) != nullptr ? dir : "";
-}
-
-void removeTestDir(const std::string& dir) {
-  std::error_code ec;
-  if (!dir.empty() && std::getenv("HC_INTEG_KEEP") == nullptr) std::filesystem::remove_all(dir, ec);
-}
 
 // The ranks of one job of hc_cma_worker processes.
 using Ranks = std::vector<std::unique_ptr<ChildProcess>>;
@@ -127,7 +114,7 @@ class DaemonWithoutPtrace {
  public:
   static std::unique_ptr<DaemonWithoutPtrace> start(std::string* error) {
     std::unique_ptr<DaemonWithoutPtrace> d(new DaemonWithoutPtrace());
-    const std::string dir = makeTestDir("hc-cma");
+    const std::string dir = test::makeTempDir("hc-cma");
     if (dir.empty()) {
       *error = "mkdtemp failed";
       return nullptr;
@@ -152,7 +139,7 @@ class DaemonWithoutPtrace {
   }
   ~DaemonWithoutPtrace() {
     process_.reset();  // kills and reaps a daemon still running
-    removeTestDir(dir_);
+    test::removeTempDir(dir_);
   }
 
   // Whether the running daemon still holds CAP_SYS_PTRACE (bit 19 of CapEff).
@@ -380,7 +367,7 @@ class DaemonWithoutProbe {
 };
 
 TEST_F(CrossMemoryAttachTest, DaemonThatDoesNotKnowTheProbeGetsAFreshConnectionWithoutIt) {
-  const std::string dir = makeTestDir("hc-cma-old");
+  const std::string dir = test::makeTempDir("hc-cma-old");
   ASSERT_FALSE(dir.empty());
   std::string error;
   std::vector<std::vector<uint16_t>> frames;
@@ -398,7 +385,7 @@ TEST_F(CrossMemoryAttachTest, DaemonThatDoesNotKnowTheProbeGetsAFreshConnectionW
     EXPECT_EQ(worker->exitCode(), 0) << out;
     frames = daemon.framesByConnection();
   }
-  removeTestDir(dir);
+  test::removeTempDir(dir);
   const std::string path = memoryPathOf(out);
   EXPECT_TRUE(path.starts_with("segment staging (")) << path;
   EXPECT_TRUE(contains(path, "does not support it")) << path;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "hetero_comm/hc.h"
+#include "tests/support/hex.h"
 
 namespace hc::integ {
 namespace {
@@ -283,16 +284,6 @@ int execWithoutPtraceCapability(char** argv) {
   return 127;
 }
 
-bool parseHexId(std::string_view hex, hc_unique_id_t* id) {
-  if (hex.size() != 2 * sizeof(id->internal)) return false;
-  for (size_t i = 0; i < sizeof(id->internal); ++i) {
-    unsigned byte = 0;
-    if (std::sscanf(std::string(hex.substr(2 * i, 2)).c_str(), "%2x", &byte) != 1) return false;
-    id->internal[i] = static_cast<char>(byte);
-  }
-  return true;
-}
-
 struct Options {
   int rank = -1;
   int nranks = 0;
@@ -318,7 +309,7 @@ bool parseArgs(int argc, char** argv, Options* o) {
     } else if (a == "--nranks" && hasValue) {
       o->nranks = std::atoi(argv[++i]);
     } else if (a == "--id" && hasValue) {
-      o->haveId = parseHexId(argv[++i], &o->id);
+      o->haveId = test::parseHexId(argv[++i], &o->id);
     } else {
       return false;
     }

@@ -5,8 +5,6 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
-#include <filesystem>
-
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -15,6 +13,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/daemon_process.h"
 #include "tests/integration/hcctl_run.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
@@ -126,14 +125,12 @@ TEST(HcctlTest, HealthExitsFourWhenNotServing) {
   auto server = control::ControlServer::start(options, control::NodeInfo{});
   ASSERT_TRUE(server.isOk()) << server.status().toString();
   (*server)->health().set(kCollectives, control::ServingStatus::NotServing);
-  char dir[] = "/tmp/hc-hcctl-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const test::TempDir dir("hc-hcctl");
   HcctlRun run = hcctl({"--address", "127.0.0.1:" + std::to_string((*server)->controlPort()),
                         "health", "--service", kCollectives, "--json"},
-                       dir);
+                       dir.path());
   EXPECT_EQ(run.exitCode, 4) << run.output;
   EXPECT_NE(run.output.find("NOT_SERVING"), std::string::npos) << run.output;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(HcctlTest, DevicesListsTheSimulatedGpus) {

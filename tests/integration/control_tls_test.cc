@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -19,6 +18,7 @@
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/integration/daemon_process.h"
 #include "tests/integration/hcctl_run.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
@@ -54,11 +54,8 @@ class TestPki {
  public:
   // "" on success, else what failed.
   std::string create() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/hc-tls-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) return "mkdtemp failed";
-    dir_ = pattern;
+    dir_ = test::makeTempDir("hc-tls");
+    if (dir_.empty()) return "mkdtemp failed";
     writeConfig();
     for (const std::string& error : {makeCa("ca", "hc-test-ca"), makeCa("other-ca", "hc-other-ca"),
                                      makeLeaf("server", "ca", "localhost", "server"),
@@ -68,12 +65,7 @@ class TestPki {
     }
     return "";
   }
-  ~TestPki() {
-    if (!dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-    }
-  }
+  ~TestPki() { test::removeTempDir(dir_); }
 
   const std::string& dir() const { return dir_; }
   std::string pem(const std::string& name) const { return dir_ + "/" + name + ".pem"; }

@@ -4,24 +4,16 @@
 #include <signal.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <thread>
 
 #include "common/seqpacket.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
 
 constexpr auto kReadyTimeout = std::chrono::seconds(10);
 constexpr auto kPollInterval = std::chrono::milliseconds(10);
-
-std::string makeRuntimeDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/hc-integ-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) return "";
-  return pattern;
-}
 
 }  // namespace
 
@@ -33,7 +25,7 @@ std::unique_ptr<DaemonProcess> DaemonProcess::start(const std::vector<std::strin
 std::unique_ptr<DaemonProcess> DaemonProcess::start(const std::vector<std::string>& extraArgs,
                                                     const Launch& launch, std::string* error) {
   std::unique_ptr<DaemonProcess> d(new DaemonProcess());
-  d->dir_ = makeRuntimeDir();
+  d->dir_ = test::makeTempDir("hc-integ");
   if (d->dir_.empty()) {
     *error = "mkdtemp failed";
     return nullptr;
@@ -74,10 +66,7 @@ std::unique_ptr<DaemonProcess> DaemonProcess::start(const std::vector<std::strin
 
 DaemonProcess::~DaemonProcess() {
   process_.reset();  // kills and reaps a daemon still running
-  if (!dir_.empty() && std::getenv("HC_INTEG_KEEP") == nullptr) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  test::removeTempDir(dir_);
 }
 
 int DaemonProcess::stop(std::chrono::milliseconds timeout) {

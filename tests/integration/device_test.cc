@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/integration/multi_daemon.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
@@ -306,9 +307,8 @@ TEST(DeviceDriverTest, CudaDriverStubIsReportedUnavailableAndSimMemoryStillServe
   const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
   if (!std::filesystem::exists(stub)) GTEST_SKIP() << "no CUDA toolkit stub at " << stub;
   std::string error;
-  char dirTemplate[] = "/tmp/hc-cuda-stub-XXXXXX";
-  ASSERT_NE(::mkdtemp(dirTemplate), nullptr);
-  const std::string dir = dirTemplate;
+  const test::TempDir stubDir("hc-cuda-stub");
+  const std::string& dir = stubDir.path();
   std::filesystem::create_symlink(stub, dir + "/libcuda.so.1");
   ClusterOptions options;
   options.daemons = 1;
@@ -329,7 +329,6 @@ TEST(DeviceDriverTest, CudaDriverStubIsReportedUnavailableAndSimMemoryStillServe
   expectClusterJobSucceeds(*job, *cluster, seconds(60));
   job.reset();
   stopAll(*cluster);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

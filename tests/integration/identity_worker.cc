@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "tests/integration/worker_modes.h"
+#include "tests/support/hex.h"
 
 namespace hc::integ::identity {
 namespace {
@@ -271,7 +272,7 @@ int run(int argc, char** argv) {
   }
   std::vector<hc_unique_id_t> ids(o.ids.size());
   for (size_t j = 0; j < ids.size(); ++j) {
-    if (!parseHexId(o.ids[j], &ids[j])) {
+    if (!test::parseHexId(o.ids[j], &ids[j])) {
       std::fprintf(stderr, "bad id %zu: %s\n", j, o.ids[j].c_str());
       return kExitUsage;
     }

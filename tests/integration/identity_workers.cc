@@ -4,40 +4,43 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <utility>
 
+#include "tests/support/hex.h"
+
 namespace hc::integ {
+namespace {
+
+// The id behind hex (as uniqueIdHex returns it), whose key the functions below change.
+hc_unique_id_t idOf(const std::string& hex) {
+  hc_unique_id_t id{};
+  EXPECT_TRUE(test::parseHexId(hex, &id)) << "not a unique id: " << hex;
+  return id;
+}
+
+// Byte k of the id's communicator key.
+uint8_t& keyByte(hc_unique_id_t& id, size_t k) {
+  return reinterpret_cast<uint8_t&>(id.internal[kKeyOffset + k]);
+}
+
+}  // namespace
 
 using std::chrono::milliseconds;
 
-int idByte(const std::string& hex, size_t byte) {
-  return std::stoi(hex.substr(2 * byte, 2), nullptr, 16);
-}
-
-void setIdByte(std::string* hex, size_t byte, int value) {
-  char digits[3];
-  std::snprintf(digits, sizeof(digits), "%02x", value & 0xff);
-  hex->replace(2 * byte, 2, digits);
-}
-
 std::string collidingId(const std::string& hex) {
-  std::string out = hex;
-  for (size_t k = 2; k < kKeyBytes; ++k) {
-    setIdByte(&out, kKeyOffset + k, idByte(hex, kKeyOffset + k) ^ 0xff);
-  }
-  return out;
+  hc_unique_id_t id = idOf(hex);
+  for (size_t k = 2; k < kKeyBytes; ++k) keyByte(id, k) ^= 0xff;
+  return test::toHex(id);
 }
 
 std::string familyId(const std::string& hex, uint64_t n) {
   if (n == 0) return hex;
-  std::string out = hex;
+  hc_unique_id_t id = idOf(hex);
   for (size_t k = 2; k < kKeyBytes; ++k) {
-    const int mix = k < 10 ? static_cast<int>((n >> (8 * (k - 2))) & 0xff) : 0xff;
-    setIdByte(&out, kKeyOffset + k, idByte(hex, kKeyOffset + k) ^ mix);
+    keyByte(id, k) ^= k < 10 ? static_cast<uint8_t>(n >> (8 * (k - 2))) : uint8_t{0xff};
   }
-  return out;
+  return test::toHex(id);
 }
 
 std::vector<std::string> familyIds(const std::string& hex, int n) {
@@ -48,8 +51,10 @@ std::vector<std::string> familyIds(const std::string& hex, int n) {
 
 void expectCollide(const std::string& a, const std::string& b) {
   EXPECT_NE(a, b) << "the two ids name the same communicator";
+  hc_unique_id_t idA = idOf(a);
+  hc_unique_id_t idB = idOf(b);
   for (size_t k = 0; k < 2; ++k) {
-    EXPECT_EQ(idByte(a, kKeyOffset + k), idByte(b, kKeyOffset + k)) << "key byte " << k;
+    EXPECT_EQ(int{keyByte(idA, k)}, int{keyByte(idB, k)}) << "key byte " << k;
   }
 }
 

@@ -25,10 +25,6 @@ constexpr std::chrono::seconds kReadyTimeout(30);
 constexpr size_t kKeyOffset = 8;
 constexpr size_t kKeyBytes = 16;
 
-// The value of byte `byte` of a hex id.
-int idByte(const std::string& hex, size_t byte);
-// Sets byte `byte` of a hex id to the low 8 bits of value.
-void setIdByte(std::string* hex, size_t byte, int value);
 // Another communicator's id whose key shares bytes 0 and 1 (the old 16-bit wire name) with
 // hex's: key bytes 2..15 flipped, the root the same.
 std::string collidingId(const std::string& hex);

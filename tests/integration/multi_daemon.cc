@@ -6,22 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include "tests/integration/rank_job.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
-
-std::string makeSharedDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/hc-cluster-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) return "";
-  return pattern;
-}
 
 std::chrono::milliseconds leftUntil(std::chrono::steady_clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -52,7 +43,7 @@ bool writeTokenFile(const std::string& path, std::string* error) {
 std::unique_ptr<DaemonCluster> DaemonCluster::start(ClusterOptions options, std::string* error) {
   std::unique_ptr<DaemonCluster> c(new DaemonCluster());
   c->options_ = std::move(options);
-  c->dir_ = makeSharedDir();
+  c->dir_ = test::makeTempDir("hc-cluster");
   if (c->dir_.empty()) {
     *error = "mkdtemp failed";
     return nullptr;
@@ -88,10 +79,7 @@ std::unique_ptr<DaemonCluster> DaemonCluster::start(ClusterOptions options, std:
 DaemonCluster::~DaemonCluster() {
   // A daemon stopped with SIGSTOP dies of SIGKILL as well; the destructors reap it.
   daemons_.clear();
-  if (!dir_.empty() && std::getenv("HC_INTEG_KEEP") == nullptr) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  test::removeTempDir(dir_);
 }
 
 std::vector<std::string> DaemonCluster::commandPrefix(int d) const {

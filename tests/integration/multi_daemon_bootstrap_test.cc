@@ -16,6 +16,8 @@
 
 #include "tests/integration/multi_daemon.h"
 #include "tests/integration/rank_job.h"
+#include "tests/support/hex.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
@@ -41,23 +43,11 @@ ClusterOptions withInitTimeout(int daemons) {
 }
 
 // The id's bytes (unique_id.h: magic, version, 16-byte key at 8, address length at 24, address
-// from 25), as hex in and out.
+// from 25), from the hex uniqueIdHex returns and back.
 std::vector<uint8_t> fromHex(const std::string& hex) {
-  std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
-std::string toHex(const std::vector<uint8_t>& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : bytes) {
-    out.push_back(digits[b >> 4]);
-    out.push_back(digits[b & 15]);
-  }
-  return out;
+  std::vector<uint8_t> id(sizeof(hc_unique_id_t));
+  EXPECT_TRUE(test::parseHex(hex, id.data(), id.size())) << "not a unique id: " << hex;
+  return id;
 }
 
 std::string withRootAddress(const std::string& idHex, const std::string& address) {
@@ -65,13 +55,13 @@ std::string withRootAddress(const std::string& idHex, const std::string& address
   std::fill(id.begin() + 24, id.end(), 0);
   id[24] = static_cast<uint8_t>(address.size());
   std::copy(address.begin(), address.end(), id.begin() + 25);
-  return toHex(id);
+  return test::toHex(id.data(), id.size());
 }
 
 std::string withOtherKey(const std::string& idHex) {
   std::vector<uint8_t> id = fromHex(idHex);
   for (size_t i = 8; i < 24; ++i) id[i] ^= 0x5a;
-  return toHex(id);
+  return test::toHex(id.data(), id.size());
 }
 
 // A TCP port on 127.0.0.1 that is bound (so nobody else takes it) but not listening: connections
@@ -213,19 +203,11 @@ TEST(MultiDaemonBootstrapTest, DaemonWithAnotherTokenIsRefusedWithPermissionDeni
   };
   // The cluster's directory does not exist before start(): the other token lives in a directory
   // of its own.
-  char dir[] = "/tmp/hc-token-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  otherToken = std::string(dir) + "/token";
+  // Declared before the cluster, so removed when the test ends, not once start() returns: a
+  // daemon reads its token file during its own startup, which may still be under way then.
+  const test::TempDir tokenDir("hc-token");
+  otherToken = tokenDir.file("token");
   ASSERT_TRUE(writeTokenFile(otherToken, &error)) << error;
-  // Removed when the test ends, not once start() returns: a daemon reads its token file during
-  // its own startup, which may still be under way then.
-  struct RemoveToken {
-    std::string file, dir;
-    ~RemoveToken() {
-      ::unlink(file.c_str());
-      ::rmdir(dir.c_str());
-    }
-  } removeToken{otherToken, dir};
   auto cluster = DaemonCluster::start(options, &error);
   ASSERT_NE(cluster, nullptr) << error;
   auto started = Clock::now();

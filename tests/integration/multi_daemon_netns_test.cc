@@ -9,32 +9,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "tests/integration/multi_daemon.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
 
 using std::chrono::seconds;
-
-// A directory for the ip commands' output, removed at the end (kept with HC_INTEG_KEEP).
-struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/hc-netns-XXXXXX";
-    if (::mkdtemp(pattern) != nullptr) path = pattern;
-  }
-  ~TempDir() {
-    if (path.empty() || std::getenv("HC_INTEG_KEEP") != nullptr) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
 
 std::string findIp() {
   for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
@@ -139,10 +124,10 @@ TEST(MultiDaemonNetnsTest, MatrixAcrossTwoNamespacesJoinedByAVethPair) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
   const std::string ip = findIp();
   if (ip.empty()) GTEST_SKIP() << "iproute2's ip is not installed";
-  TempDir dir;
-  ASSERT_FALSE(dir.path.empty());
+  // For the ip commands' output.
+  const test::TempDir dir("hc-netns");
   // Declared first, so destroyed last: every daemon and rank has left the namespaces by then.
-  VethPair net(ip, dir.path);
+  VethPair net(ip, dir.path());
   if (std::string why = net.setUp(); !why.empty()) {
     GTEST_SKIP() << "cannot make network namespaces here: " << why;
   }

@@ -22,6 +22,7 @@
 #include "tests/integration/hcctl_run.h"
 #include "tests/integration/metrics_scrape.h"
 #include "tests/integration/multi_daemon.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
@@ -71,9 +72,8 @@ std::vector<std::filesystem::path> waitForDumps(const std::string& dir, const st
 class StuckJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/hc-ops-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    dir_ = test::makeTempDir("hc-ops");
+    ASSERT_FALSE(dir_.empty());
     ClusterOptions options;
     options.daemonArgs = {"--set", "comm.late_report_ms=1500", "--set",
                           "metrics.listen=127.0.0.1:0"};
@@ -98,8 +98,7 @@ class StuckJobTest : public ::testing::Test {
   void TearDown() override {
     job_.reset();
     cluster_.reset();
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    test::removeTempDir(dir_);
   }
 
   std::string stateDir(int d) const { return dir_ + "/state-" + std::to_string(d); }

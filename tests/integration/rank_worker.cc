@@ -24,11 +24,12 @@
 #include "hetero_comm/hc.h"
 #include "tests/integration/worker_device.h"
 #include "tests/integration/worker_modes.h"
+#include "tests/support/hex.h"
 
 namespace {
 
-using hc::integ::parseHexId;
 using hc::integ::WorkerOptions;
+using hc::test::parseHexId;
 
 bool parseArgs(int argc, char** argv, WorkerOptions* o, hc_unique_id_t* id, int* watchdog) {
   bool haveId = false;
@@ -64,8 +65,7 @@ int runTool(std::string_view tool) {
   if (tool == "--new-id") {
     hc_unique_id_t id;
     if (hc_get_unique_id(&id) != HC_OK) return 1;
-    for (char c : id.internal) std::printf("%02x", static_cast<unsigned char>(c));
-    std::printf("\n");
+    std::printf("%s\n", hc::test::toHex(id).c_str());
     return 0;
   }
   // A shared allocation needs a working connection: Hello, Welcome, MemAlloc.

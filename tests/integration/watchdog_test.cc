@@ -15,6 +15,7 @@
 
 #include "tests/integration/daemon_process.h"
 #include "tests/integration/rank_job.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::integ {
 namespace {
@@ -89,12 +90,11 @@ milliseconds longestGap(const std::vector<Clock::time_point>& pings, Clock::time
 }
 
 TEST(WatchdogTest, PingsStopWhileALoopIsStuckAndResumeAfterwards) {
-  char dir[] = "/tmp/hc-watchdog-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  NotifyListener notify(std::string(dir) + "/notify.sock");
+  const test::TempDir dir("hc-watchdog");
+  NotifyListener notify(dir.file("notify.sock"));
   ASSERT_TRUE(notify.bound());
   DaemonProcess::Launch launch;
-  launch.env = {{"NOTIFY_SOCKET", std::string(dir) + "/notify.sock"}, {"WATCHDOG_USEC", "2000000"}};
+  launch.env = {{"NOTIFY_SOCKET", dir.file("notify.sock")}, {"WATCHDOG_USEC", "2000000"}};
   std::string error;
   auto daemon = DaemonProcess::start({"--set", "devices.sim.nvidia=1", "--set",
                                       "devices.sim.slow_stream_us=3000000"},
@@ -129,7 +129,6 @@ TEST(WatchdogTest, PingsStopWhileALoopIsStuckAndResumeAfterwards) {
             milliseconds(1500))
       << daemon->logTail();
   EXPECT_EQ(daemon->stop(), 0);
-  ::rmdir(dir);
 }
 
 }  // namespace

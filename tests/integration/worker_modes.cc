@@ -7,7 +7,6 @@
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "tests/integration/worker_modes.h"
@@ -117,23 +116,6 @@ void watchdogNote(const std::string& what) {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.what = what;
   s.last = Clock::now();
-}
-
-bool parseHexId(std::string_view hex, hc_unique_id_t* id) {
-  if (hex.size() != 2 * sizeof(id->internal)) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < sizeof(id->internal); ++i) {
-    int hi = nibble(hex[2 * i]);
-    int lo = nibble(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    id->internal[i] = static_cast<char>(hi << 4 | lo);
-  }
-  return true;
 }
 
 void printStatus(const char* tag, hc_status_t status, hc_comm_t comm) {

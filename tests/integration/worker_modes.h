@@ -18,7 +18,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 #include "hetero_comm/hc.h"
 
@@ -48,10 +47,6 @@ struct WorkerOptions {
   // of it (worker_device.h); "" = host memory.
   std::string device;
 };
-
-// Reads a unique id from its hex digits (2 per byte, as hc_rank_worker --new-id prints it). False
-// when hex has another length or a character that is not a hex digit.
-[[nodiscard]] bool parseHexId(std::string_view hex, hc_unique_id_t* id);
 
 // Prints "<tag> status=<n> text=<last error of comm>".
 void printStatus(const char* tag, hc_status_t status, hc_comm_t comm);

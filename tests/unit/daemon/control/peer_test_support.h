@@ -16,6 +16,7 @@
 
 #include "daemon/control/peer_client.h"
 #include "daemon/control/peer_server.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::control::testing {
 
@@ -24,22 +25,10 @@ using Clock = std::chrono::steady_clock;
 
 inline constexpr char kToken[] = "correct-horse-battery-staple-0123456789";
 
-// A private folder, removed with everything in it.
-class TempDir {
+// A private folder for the token files (tests/support/temp_dir.h), removed with everything in it.
+class TempDir : public hc::test::TempDir {
  public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "hc-control-XXXXXX").string();
-    HC_CHECK(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : hc::test::TempDir("hc-control") {}
 };
 
 // Writes `content` to `path` with exactly `mode` (whatever the umask).

@@ -1,24 +1,13 @@
 #include "tests/unit/daemon/discovery/fake_sysfs.h"
 
-#include <stdlib.h>
-
 #include <fstream>
-#include <stdexcept>
 
 namespace hc::discovery::testing {
 namespace fs = std::filesystem;
 
-FakeSysfs::FakeSysfs() {
-  std::string tmpl = (fs::temp_directory_path() / "hc-discovery-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  root_ = tmpl;
+FakeSysfs::FakeSysfs() : dir_("hc-discovery"), root_(dir_.path()) {
   fs::create_directories(root_ / "sys");
   fs::create_directories(root_ / "proc");
-}
-
-FakeSysfs::~FakeSysfs() {
-  std::error_code ec;
-  fs::remove_all(root_, ec);
 }
 
 void FakeSysfs::write(const fs::path& relative, const std::string& text) const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/discovery/sysfs_files.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::discovery::testing {
 
@@ -16,8 +17,7 @@ using Attributes = std::map<std::string, std::string>;  // file name -> content 
 
 class FakeSysfs {
  public:
-  FakeSysfs();   // mkdtemp; throws if it cannot (tests only)
-  ~FakeSysfs();  // removes the whole tree
+  FakeSysfs();  // a fresh hc-discovery-* folder; throws if it cannot be made (tests only)
   FakeSysfs(const FakeSysfs&) = delete;
   FakeSysfs& operator=(const FakeSysfs&) = delete;
 
@@ -48,6 +48,7 @@ class FakeSysfs {
                const std::vector<Attributes>& ports) const;
 
  private:
+  test::TempDir dir_;  // removes the whole tree when the fake goes
   std::filesystem::path root_;
 };
 

@@ -5,12 +5,10 @@
 
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include "daemon/server/devices.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/support/temp_dir.h"
 
 namespace hc::server {
 namespace {
@@ -23,8 +21,8 @@ constexpr const char* kPeers = "hetero_comm.v1.Peers";
 class ControlSideTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/control-side-" + std::to_string(::getpid());
-    std::filesystem::create_directories(dir_);
+    dir_ = test::makeTempDir("hc-control-side");
+    ASSERT_FALSE(dir_.empty());
     config_.controlAdminSocket = dir_ + "/admin.sock";
     auto devices = buildDeviceRegistry(config_);
     ASSERT_TRUE(devices.isOk()) << devices.status().toString();
@@ -37,7 +35,7 @@ class ControlSideTest : public ::testing::Test {
   }
   void TearDown() override {
     side_.reset();
-    std::filesystem::remove_all(dir_);
+    test::removeTempDir(dir_);
   }
 
   HealthCheckResponse::ServingStatus check(const std::string& service) {
