@@ -1,0 +1,1 @@
+"""Helpers of bench/torch: daemons, rank processes, hc-perf and the report (bench/README.md)."""
