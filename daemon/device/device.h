@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -106,6 +107,13 @@ struct ReduceWork {
   size_t nRanks = 0;  // divisor for Avg (usually inputs.size())
   size_t count = 0;   // elements
 };
+
+// A host function that combines elements [begin, end) of every input of `work` into every
+// output, for the devices that reduce on the CPU (host, sim). Called on the thread that enqueued
+// the work; must not throw. The daemon passes one that calls coll::reduceRange(); tests pass
+// their own. Here rather than beside HostDevice so the registry and the sim device need not
+// include an implementation to name it.
+using ReduceKernel = std::function<void(const ReduceWork& work, size_t begin, size_t end)>;
 
 // Threads: every method may be called from any thread; an implementation serializes what it must.
 // Work enqueued on one stream from several threads runs in the order the calls happened.

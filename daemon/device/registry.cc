@@ -5,6 +5,7 @@
 
 #include "common/ipc/protocol.h"
 #include "common/simdev/sim_pci.h"
+#include "daemon/device/host/host_device.h"
 
 namespace hc::device {
 namespace {
@@ -157,7 +158,7 @@ std::string DeviceRegistry::describe() const {
   return out;
 }
 
-DeviceRegistry makeHostRegistry(HostDevice::ReduceKernel kernel) {
+DeviceRegistry makeHostRegistry(ReduceKernel kernel) {
   DeviceRegistry registry;
   Status status = registry.add(std::make_unique<HostDevice>(std::move(kernel)));
   HC_CHECK(status.isOk());  // the first device cannot collide

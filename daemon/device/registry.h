@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "daemon/device/device.h"
-#include "daemon/device/host/host_device.h"
 
 namespace hc::device {
 
@@ -58,6 +57,6 @@ class DeviceRegistry {
 };
 
 // The registry of a node without GPU backends: one HostDevice running `kernel`.
-DeviceRegistry makeHostRegistry(HostDevice::ReduceKernel kernel);
+DeviceRegistry makeHostRegistry(ReduceKernel kernel);
 
 }  // namespace hc::device

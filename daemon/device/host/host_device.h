@@ -27,10 +27,7 @@ BufferHandle hostBufferHandle(const void* ptr, uint64_t size);
 // different threads run in parallel.
 class HostDevice final : public Device {
  public:
-  // Combines elements [begin, end) of every input of `work` into every output. Called on the
-  // thread that enqueued the work; must not throw. The daemon passes one that calls
-  // coll::reduceRange(); tests pass their own.
-  using ReduceKernel = std::function<void(const ReduceWork& work, size_t begin, size_t end)>;
+  using ReduceKernel = device::ReduceKernel;  // device.h says what it does
 
   // A null kernel means no reductions: capabilities().reduceKernels is false and reduceAsync()
   // returns DeviceError.

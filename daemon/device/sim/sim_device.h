@@ -2,7 +2,7 @@
 // (SimAllocation), streams are worker threads with a simulated copy engine (SimStream), and the
 // device carries a vendor label (nvidia, amd) so that tests and demos can build a mixed-vendor
 // node on a machine without GPUs. Faults can be injected to exercise the error paths.
-// Depends on device.h, host/host_device.h (for the kernel type) and common/simdev only.
+// Depends on device.h and common/simdev only.
 #pragma once
 
 #include <atomic>
@@ -15,7 +15,6 @@
 #include "common/simdev/sim_allocation.h"
 #include "common/simdev/sim_stream.h"
 #include "daemon/device/device.h"
-#include "daemon/device/host/host_device.h"
 #include "daemon/device/sim/device_ranges.h"
 #include "daemon/device/sim/sim_address_space.h"
 
@@ -54,7 +53,7 @@ struct SimFaults {
 // on each stream's worker.
 class SimDevice final : public Device {
  public:
-  using ReduceKernel = HostDevice::ReduceKernel;
+  using ReduceKernel = device::ReduceKernel;
 
   // `vendor` must be Nvidia or Amd (HC_CHECK): sim devices stand in for GPUs. The kernel runs on
   // the stream's worker with the whole range [0, count); null means no reductions

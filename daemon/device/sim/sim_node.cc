@@ -18,7 +18,7 @@ Status checkCount(const char* vendor, int count) {
 }  // namespace
 
 Status addSimDevices(DeviceRegistry& registry, const SimNodeOptions& options,
-                     HostDevice::ReduceKernel kernel) {
+                     ReduceKernel kernel) {
   HC_RETURN_IF_ERROR(checkCount("nvidia", options.nvidia));
   HC_RETURN_IF_ERROR(checkCount("amd", options.amd));
   const std::pair<Vendor, int> wanted[] = {{Vendor::Nvidia, options.nvidia},

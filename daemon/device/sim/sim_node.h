@@ -30,6 +30,6 @@ struct SimNodeOptions {
 // than kMaxSimDevicesPerVendor of a vendor, or a (vendor, index) already in the registry.
 // Control path (startup), before other threads see the registry.
 [[nodiscard]] Status addSimDevices(DeviceRegistry& registry, const SimNodeOptions& options,
-                                   HostDevice::ReduceKernel kernel);
+                                   ReduceKernel kernel);
 
 }  // namespace hc::device

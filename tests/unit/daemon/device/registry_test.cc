@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "daemon/device/host/host_device.h"
 #include "tests/unit/daemon/discovery/fake_gpu_device.h"
 
 namespace hc::device {

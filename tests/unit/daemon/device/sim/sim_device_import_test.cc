@@ -14,6 +14,7 @@
 
 #include "common/seqpacket.h"
 #include "common/simdev/sim_allocation.h"
+#include "daemon/device/host/host_device.h"
 #include "daemon/device/sim/sim_device.h"
 
 namespace hc::device {
