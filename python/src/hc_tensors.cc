@@ -21,6 +21,12 @@ std::map<uintptr_t, size_t>& registry() {
 }
 std::atomic<uint64_t> staged{0};
 
+// Records an allocation from the segment, which freeShared forgets.
+void remember(void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  registry()[reinterpret_cast<uintptr_t>(p)] = bytes;
+}
+
 void freeShared(void* p) {
   {
     std::lock_guard<std::mutex> lock(registryMutex);
@@ -138,10 +144,7 @@ at::Tensor emptyShared(int64_t numel, at::ScalarType dtype) {
   // A zero-size tensor still gets a page: its data pointer must be hc memory too.
   const hc_status_t st = hc_mem_alloc(&p, bytes == 0 ? 1 : bytes);
   TORCH_CHECK(st == HC_OK, "hetero_comm.empty: ", lastError(st, nullptr));
-  {
-    std::lock_guard<std::mutex> lock(registryMutex);
-    registry()[reinterpret_cast<uintptr_t>(p)] = bytes == 0 ? 1 : bytes;
-  }
+  remember(p, bytes == 0 ? 1 : bytes);
   return at::from_blob(p, {numel}, freeShared, at::TensorOptions().dtype(dtype));
 }
 
@@ -155,10 +158,7 @@ class SharedAllocator final : public c10::Allocator {
     if (n >= minBytes_) {
       void* p = nullptr;
       if (hc_mem_alloc(&p, n) == HC_OK) {
-        {
-          std::lock_guard<std::mutex> lock(registryMutex);
-          registry()[reinterpret_cast<uintptr_t>(p)] = n;
-        }
+        remember(p, n);
         return {p, p, &freeShared, c10::Device(c10::DeviceType::CPU)};
       }
     }

@@ -6,40 +6,11 @@
 #include <numeric>
 
 #include "python/src/hc_tensors.h"
+#include "python/src/op_buffers.h"
 #include "python/src/process_group_hetero.h"
 
 namespace hc::torchext {
 namespace {
-
-// Below this, an allocation from the daemon (one round trip) costs more than the client's copy.
-constexpr size_t kSharedScratchBytes = 64 * 1024;
-
-// A contiguous buffer of numel elements for the daemon to use in place of a user tensor.
-at::Tensor scratch(int64_t numel, at::ScalarType dtype) {
-  if (static_cast<size_t>(numel) * c10::elementSize(dtype) >= kSharedScratchBytes) {
-    return emptyShared(numel, dtype);
-  }
-  return at::empty({numel}, at::TensorOptions().dtype(dtype));
-}
-
-// t itself when hc can use it, else a contiguous copy; written back into t after success when
-// copyBack.
-at::Tensor usable(const at::Tensor& t, WorkHetero& w, bool copyBack) {
-  if (t.is_contiguous()) return t;
-  at::Tensor c = scratch(t.numel(), t.scalar_type()).view(t.sizes());
-  c.copy_(t);
-  w.keepAlive.push_back(c);
-  if (copyBack) {
-    w.afterSuccess.push_back([t, c]() mutable { t.copy_(c); });
-  }
-  return c;
-}
-
-// The data pointer hc gets, counted when the client will stage it.
-void* ptr(const at::Tensor& t) {
-  noteBuffer(t.data_ptr(), t.numel() * t.element_size());
-  return t.data_ptr();
-}
 
 size_t count(const at::Tensor& t) { return static_cast<size_t>(t.numel()); }
 

@@ -3,23 +3,11 @@
 #include <c10/util/Exception.h>
 
 #include "python/src/hc_tensors.h"
+#include "python/src/op_buffers.h"
 #include "python/src/process_group_hetero.h"
 
 namespace hc::torchext {
 namespace {
-
-at::Tensor contiguousFor(const at::Tensor& t, WorkHetero& w, bool copyBack) {
-  if (t.is_contiguous()) return t;
-  at::Tensor c = t.contiguous();
-  w.keepAlive.push_back(c);
-  if (copyBack) w.afterSuccess.push_back([t, c]() mutable { t.copy_(c); });
-  return c;
-}
-
-void* ptr(const at::Tensor& t) {
-  noteBuffer(t.data_ptr(), t.numel() * t.element_size());
-  return t.data_ptr();
-}
 
 // Element counts and displacements of an uneven all-to-all: split sizes count rows of dim 0
 // (an empty list: equal parts).
@@ -66,8 +54,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::alltoall_base(
                 input.numel(), " elements, the output ", output.numel());
   }
   return run(kName, c10d::OpType::ALLTOALL_BASE, opts.timeout, {output}, [&](Issue& is) {
-    at::Tensor in = contiguousFor(input, is.work, false);
-    at::Tensor out = contiguousFor(output, is.work, true);
+    at::Tensor in = usable(input, is.work, false);
+    at::Tensor out = usable(output, is.work, true);
     if (even) {
       check(hc_alltoall(ptr(in), ptr(out), static_cast<size_t>(in.numel() / size_), dt, is.comm,
                         nullptr, is.addRequest()),
@@ -103,8 +91,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::alltoall(std::vector<at::Tens
     check(st, kName, is.comm);
     hc_status_t first = HC_OK;
     for (int r = 0; r < size_ && first == HC_OK; ++r) {
-      at::Tensor in = contiguousFor(inputs[r], is.work, false);
-      at::Tensor out = contiguousFor(outputs[r], is.work, true);
+      at::Tensor in = usable(inputs[r], is.work, false);
+      at::Tensor out = usable(outputs[r], is.work, true);
       if (in.numel() > 0) {
         first = hc_send(ptr(in), in.numel(), dt, r, is.comm, nullptr, is.addRequest());
       }
@@ -129,7 +117,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::send(std::vector<at::Tensor>&
   at::Tensor t = tensors[0];
   return run(kName, c10d::OpType::SEND, c10d::kUnsetTimeout, tensors, [&](Issue& is) {
     is.work.peer = dstRank;
-    at::Tensor b = contiguousFor(t, is.work, false);
+    at::Tensor b = usable(t, is.work, false);
     check(hc_send(ptr(b), b.numel(), dt, dstRank, is.comm, nullptr, is.addRequest()), kName,
           is.comm);
   }, transferLane(rank_, dstRank));
@@ -146,7 +134,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::recv(std::vector<at::Tensor>&
   at::Tensor t = tensors[0];
   return run(kName, c10d::OpType::RECV, c10d::kUnsetTimeout, tensors, [&](Issue& is) {
     is.work.peer = srcRank;
-    at::Tensor b = contiguousFor(t, is.work, true);
+    at::Tensor b = usable(t, is.work, true);
     check(hc_recv(ptr(b), b.numel(), dt, srcRank, is.comm, nullptr, is.addRequest()), kName,
           is.comm);
   }, transferLane(srcRank, rank_));

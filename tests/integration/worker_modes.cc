@@ -177,7 +177,11 @@ int runHang(hc_comm_t comm, const WorkerOptions& o) {
   return runLoop(comm, hang);
 }
 
-int runIdle(hc_comm_t comm, const WorkerOptions& o) {
+namespace {
+
+// One verified allreduce and "idle", then either the goFile and one more allreduce (idle), or
+// hc_comm_get_async_error polled as a watchdog polls it (watchidle).
+int runIdleThen(hc_comm_t comm, const WorkerOptions& o, bool watchAsync) {
   SharedBuffer send(o.count * sizeof(int32_t) + 4096);
   SharedBuffer recv(o.count * sizeof(int32_t) + 4096);
   if (!send.ok() || !recv.ok()) return allocFailed();
@@ -189,6 +193,16 @@ int runIdle(hc_comm_t comm, const WorkerOptions& o) {
   }
   std::printf("idle\n");
   std::fflush(stdout);
+  if (watchAsync) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    hc_status_t async = HC_OK;
+    while (std::chrono::steady_clock::now() < until) {
+      if (hc_comm_get_async_error(comm, &async) != HC_OK || async != HC_OK) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    printStatus("async", async, comm);
+    return async == HC_OK ? kExitOk : kExitOpFailed;
+  }
   struct stat st;
   while (::stat(o.goFile.c_str(), &st) != 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -198,27 +212,11 @@ int runIdle(hc_comm_t comm, const WorkerOptions& o) {
   return rc == HC_OK ? kExitOk : kExitOpFailed;
 }
 
-int runWatchIdle(hc_comm_t comm, const WorkerOptions& o) {
-  SharedBuffer send(o.count * sizeof(int32_t) + 4096);
-  SharedBuffer recv(o.count * sizeof(int32_t) + 4096);
-  if (!send.ok() || !recv.ok()) return allocFailed();
-  uint64_t wrong = 0;
-  hc_status_t rc = checkedAllreduce(comm, o, o.seed, send, recv, o.count, &wrong);
-  if (rc != HC_OK || wrong != 0) {
-    std::printf("warmup status=%d wrong=%llu\n", rc, static_cast<unsigned long long>(wrong));
-    return rc != HC_OK ? kExitOpFailed : kExitWrong;
-  }
-  std::printf("idle\n");
-  std::fflush(stdout);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  hc_status_t async = HC_OK;
-  while (std::chrono::steady_clock::now() < until) {
-    if (hc_comm_get_async_error(comm, &async) != HC_OK || async != HC_OK) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  printStatus("async", async, comm);
-  return async == HC_OK ? kExitOk : kExitOpFailed;
-}
+}  // namespace
+
+int runIdle(hc_comm_t comm, const WorkerOptions& o) { return runIdleThen(comm, o, false); }
+
+int runWatchIdle(hc_comm_t comm, const WorkerOptions& o) { return runIdleThen(comm, o, true); }
 
 int runMismatch(hc_comm_t comm, const WorkerOptions& o) {
   constexpr uint64_t kCount = 16;
