@@ -127,7 +127,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHetero::run(const char* name, c10d::O
     work->setSeq(nextSeq_++);
     if (laneId == kCollectives) work->collective = ++collectivesPosted_;
     lane.pending.push_back(work);
-    wakeWatchdog = work->deadline() < watchdogUntil_;
+    // The watchdog also publishes the posted count: wake it when its sleep would outlast the
+    // next report (it may be sleeping towards a deadline far off).
+    wakeWatchdog = work->deadline() < watchdogUntil_ ||
+                   (laneId == kCollectives && lastPublish_ + kPublishInterval < watchdogUntil_);
   }
   lane.queued.notify_one();
   if (wakeWatchdog) watchdogWake_.notify_one();
