@@ -8,6 +8,13 @@
 #include "daemon/session/validate.h"
 
 namespace hc::session {
+namespace {
+
+uint64_t pairKey(int rank, int peer) {
+  return uint64_t{static_cast<uint32_t>(rank)} << 32 | static_cast<uint32_t>(peer);
+}
+
+}  // namespace
 
 Communicator::Communicator(uint64_t id, int nranks, int opTimeoutMs)
     : id_(id),
@@ -15,8 +22,6 @@ Communicator::Communicator(uint64_t id, int nranks, int opTimeoutMs)
       open_(nranks),
       queues_(nranks),
       collectivesPosted_(nranks, 0),
-      sendsPosted_(nranks, std::vector<uint64_t>(nranks, 0)),
-      recvsPosted_(nranks, std::vector<uint64_t>(nranks, 0)),
       remote_(nranks, false),
       departed_(nranks),
       opTimeoutMs_(opTimeoutMs) {}
@@ -91,9 +96,9 @@ Status Communicator::checkUnit(int rank, const Unit& unit) const {
 void Communicator::assignSequences(int rank, Unit& unit) {
   for (auto& op : unit.ops) {
     if (op.type == ipc::OpType::Send) {
-      op.seq = sendsPosted_[rank][op.root]++;
+      op.seq = sendsPosted_[pairKey(rank, op.root)]++;
     } else if (op.type == ipc::OpType::Recv) {
-      op.seq = recvsPosted_[rank][op.root]++;
+      op.seq = recvsPosted_[pairKey(rank, op.root)]++;
     } else {
       op.seq = collectivesPosted_[rank]++;
     }
@@ -266,7 +271,12 @@ void Communicator::leave(int rank, const Status& why) {
   fail(why);
 }
 
-void Communicator::depart(int rank, const Status& why) {
+void Communicator::depart(int rank, const Status& why, const std::vector<SentCount>& sentTo) {
+  for (const SentCount& c : sentTo) {
+    if (c.src == rank && remote_[rank] && c.dst >= 0 && c.dst < nranks() && !remote_[c.dst]) {
+      sendsPosted_[pairKey(c.src, c.dst)] = c.sends;
+    }
+  }
   members_[rank] = nullptr;
   departed_[rank] = why;
   anyDeparted_ = true;
@@ -285,8 +295,21 @@ void Communicator::depart(int rank, const Status& why) {
 
 bool Communicator::needsDeparted(int rank, const PendingOp& op) const {
   if (!departed_[rank].isOk()) return true;
-  if (isPointToPoint(op.type)) return !departed_[op.root].isOk();
-  return true;  // a collective needs every rank
+  if (!isPointToPoint(op.type)) return true;  // a collective needs every rank
+  if (departed_[op.root].isOk()) return false;
+  // A send the departed rank posted before it left is still there to receive.
+  if (op.type != ipc::OpType::Recv) return true;
+  auto sent = sendsPosted_.find(pairKey(op.root, rank));
+  return sent == sendsPosted_.end() || op.seq >= sent->second;
+}
+
+std::vector<Communicator::SentCount> Communicator::sentCounts() const {
+  std::vector<SentCount> counts;
+  for (const auto& [key, sends] : sendsPosted_) {
+    counts.push_back(SentCount{static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffffu),
+                               sends});
+  }
+  return counts;
 }
 
 void Communicator::fail(const Status& why) {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -84,8 +85,18 @@ class Communicator {
   // A rank aborted or its client died. Other ranks' pending and later ops fail with why.
   void leave(int rank, const Status& why);
   // A rank destroyed its handle: NCCL's destroy is local, so only work that needs that rank
-  // (any collective, a transfer with it) fails, now or when it is posted; the rest goes on.
-  void depart(int rank, const Status& why);
+  // (any collective, a transfer with it) fails, now or when it is posted; the rest goes on. A
+  // receive from it still takes what it sent before it left: sentTo lists, for a remote rank,
+  // how many sends it posted to each rank here (its daemon's goodbye); a local rank's own
+  // counts are known here.
+  struct SentCount {
+    int src = 0;
+    int dst = 0;
+    uint64_t sends = 0;
+  };
+  void depart(int rank, const Status& why, const std::vector<SentCount>& sentTo = {});
+  // Every pair (src, dst) of ranks with a send posted here, and how many: what a goodbye says.
+  std::vector<SentCount> sentCounts() const;
   // Fails every waiting op now and every op posted later; running ones fail when they finish.
   void fail(const Status& why);
   bool failed() const { return !failure_.isOk(); }
@@ -150,8 +161,10 @@ class Communicator {
 
   // Sequence counters, per rank (and peer).
   std::vector<uint64_t> collectivesPosted_;
-  std::vector<std::vector<uint64_t>> sendsPosted_;  // [rank][peer]
-  std::vector<std::vector<uint64_t>> recvsPosted_;  // [rank][peer]
+  // Per (rank, peer) pair that ever exchanged (pairKey): sparse, since a communicator of n ranks
+  // has n^2 pairs and most never transfer. A departed remote rank's sends come from its goodbye.
+  std::unordered_map<uint64_t, uint64_t> sendsPosted_;
+  std::unordered_map<uint64_t, uint64_t> recvsPosted_;
 
   // Head-unit ops offered for matching.
   std::map<uint64_t, std::vector<std::optional<Match::Ref>>> collectives_;  // by sequence

@@ -231,8 +231,9 @@ class Engine {
   void propagateFailures();
   void releaseRuns(const std::shared_ptr<Communicator>& comm);
   void notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net);
-  void sendNotices(const std::shared_ptr<Communicator>& comm, const NetComm& net, uint8_t kind,
-                   const std::string& text);
+  // Sends every other daemon of the communicator its notice (notices.h).
+  void sendNotices(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                   const std::function<std::vector<uint8_t>(uint32_t node)>& noticeFor);
   void retireNet(const std::shared_ptr<Communicator>& comm);
 
   EngineOptions options_;

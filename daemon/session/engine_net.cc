@@ -20,16 +20,12 @@
 
 #include "daemon/session/engine.h"
 #include "daemon/session/net_seq.h"
+#include "daemon/session/notices.h"
 #include "daemon/session/slice_staging.h"
 #include "daemon/session/validate.h"
 
 namespace hc::session {
 namespace {
-
-constexpr size_t kNoticeBytes = 160;
-// A notice's first byte says what it is; text follows, NUL-terminated.
-constexpr uint8_t kNoticeFailure = 'F';
-constexpr uint8_t kNoticeGoodbye = 'B';
 
 // What every daemon must agree on for one collective: the first 16 bytes, compared bitwise.
 // sliceBytes is a proposal: a daemon whose operands need staging (device memory, or the client's
@@ -437,21 +433,28 @@ void Engine::onWatch(NetRun& run, const Status& status) {
     }
   }
   Status why = status;
-  if (status.isOk() && run.notice[0] == kNoticeGoodbye) {
-    spdlog::info("communicator {:x}: ranks {} destroyed their handles on their daemon",
-                 comm->id(), ranks);
+  if (status.isOk() && noticeKind(run.notice) == kNoticeGoodbye) {
     if (net == netComms_.end()) return;
-    for (uint32_t r : net->second.layout->ranksOfNode[run.node]) {
-      comm->depart(static_cast<int>(r), unavailable("destroyed its handle of the communicator"));
+    const coll::hier::NodeLayout& layout = *net->second.layout;
+    std::vector<bool> local(static_cast<size_t>(layout.nranks()), false);
+    for (uint32_t r : layout.ranksOfNode[layout.self]) local[r] = true;
+    auto goodbye = decodeGoodbye(run.notice, layout.ranksOfNode[run.node], local);
+    if (goodbye.isOk()) {
+      spdlog::info("communicator {:x}: ranks {} destroyed their handles on their daemon{}",
+                   comm->id(), ranks,
+                   goodbye->complete ? "" : " (its send counts did not fit one notice)");
+      for (uint32_t r : layout.ranksOfNode[run.node]) {
+        comm->depart(static_cast<int>(r), unavailable("destroyed its handle of the communicator"),
+                     goodbye->counts);
+      }
+      progress(comm);
+      return;
     }
-    progress(comm);
-    return;
-  }
-  if (status.isOk()) {
-    run.notice.back() = 0;
     why = Status{Code::RemoteError,
-                 "the daemon of ranks " + ranks + " failed the communicator: " +
-                     reinterpret_cast<const char*>(run.notice.data() + 1)};
+                 "the daemon of ranks " + ranks + " said goodbye: " + goodbye.status().message()};
+  } else if (status.isOk()) {
+    why = Status{Code::RemoteError, "the daemon of ranks " + ranks +
+                                        " failed the communicator: " + failureText(run.notice)};
     // That daemon has failed already: it needs no notice back.
     if (net != netComms_.end()) net->second.notified = true;
   } else {
@@ -495,20 +498,19 @@ void Engine::notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net
   // First stop this communicator's inter-node work (running ops tell the daemons they exchange
   // with), then tell every other daemon, whatever it is doing.
   multiNode_.executor->abortComm(net.identity, comm->failure());
-  sendNotices(comm, net, kNoticeFailure, comm->failure().message());
+  const std::vector<uint8_t> notice = encodeFailureNotice(comm->failure().message());
+  sendNotices(comm, net, [&](uint32_t) { return notice; });
 }
 
 void Engine::sendNotices(const std::shared_ptr<Communicator>& comm, const NetComm& net,
-                         uint8_t kind, const std::string& text) {
+                         const std::function<std::vector<uint8_t>(uint32_t node)>& noticeFor) {
   for (uint32_t n = 0; n < net.nodes.size(); ++n) {
     if (n == net.layout->self) continue;
     NetRun run;
     run.kind = NetRun::Kind::Notice;
     run.comm = comm;
     run.node = n;
-    run.notice.assign(kNoticeBytes, 0);
-    run.notice[0] = kind;
-    std::memcpy(run.notice.data() + 1, text.data(), std::min(text.size(), kNoticeBytes - 2));
+    run.notice = noticeFor(n);
     auto job = noticeJob(coll::net::NetOpKind::Send, net.layout->self, n, net.identity, run.notice,
                          net.nodes);
     submitNet(std::move(run), std::move(job));
@@ -522,7 +524,19 @@ void Engine::retireNet(const std::shared_ptr<Communicator>& comm) {
     notifyNodes(comm, it->second);
   } else if (!comm->failed()) {
     // Our watches end when the others say goodbye (or fail, or go away) in turn.
-    sendNotices(comm, it->second, kNoticeGoodbye, "destroyed");
+    // Each daemon hears how many sends our ranks posted to its ranks: its receives of them may
+    // still be posted after we are gone.
+    const coll::hier::NodeLayout& layout = *it->second.layout;
+    const std::vector<Communicator::SentCount> sent = comm->sentCounts();
+    sendNotices(comm, it->second, [&](uint32_t node) {
+      std::vector<Communicator::SentCount> toNode;
+      for (const auto& c : sent) {
+        if (layout.nodeOfRank[c.dst] == node && layout.nodeOfRank[c.src] == layout.self) {
+          toNode.push_back(c);
+        }
+      }
+      return encodeGoodbye(toNode);
+    });
   }
   // Its later messages are stale here: dropped and counted, never matched to another.
   multiNode_.executor->identities().retire(it->second.identity);

@@ -94,8 +94,9 @@ constexpr uint64_t kFirstCommIdentity = 256;
 // The version of everything daemons say to each other over a Transport: the tag above and what
 // the engine puts in it, and each backend's framing (ucx_wire.h). Daemons state it in Peer.Join,
 // and a communicator forms only among daemons of one version. Bump it with any change to those.
-// Version 1: 16 identity bits taken from the key; 2: the fields above.
-constexpr uint32_t kWireVersion = 2;
+// Version 1: 16 identity bits taken from the key; 2: the fields above; 3: the engine's notices
+// of 2048 bytes, goodbyes with send counts (daemon/session/notices.h).
+constexpr uint32_t kWireVersion = 3;
 
 // A message that arrived with no receive posted, as dropUnexpected() shows it.
 struct UnexpectedMessage {

@@ -117,6 +117,7 @@ bool parseArgs(int argc, char** argv, Options* o) {
       {"--init-timeout-ms", [&](const char* v) { o->initTimeoutMs = std::atoi(v); }},
       {"--watchdog", [&](const char* v) { o->watchdog = std::atoi(v); }},
       {"--expect-failure", [&](const char* v) { o->expectFailure = std::atoi(v) != 0; }},
+      {"--recv-again", [&](const char* v) { o->recvAgain = std::atoi(v) != 0; }},
       {"--end", [&](const char* v) { o->end = v; }},
   };
   if (argc % 2 != 1) return false;

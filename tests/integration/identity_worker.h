@@ -20,7 +20,7 @@
 //                      [--ops allreduce,broadcast,sendrecv] [--order forward|reverse|pairs]
 //                      [--transfers SRC:DST[,SRC:DST...]] [--go-file PATH]
 //                      [--init-timeout-ms T] [--watchdog SECONDS] [--expect-failure 0|1]
-//                      [--end destroy|abort|hold]
+//                      [--end destroy|abort|hold] [--recv-again 0|1]
 //
 // The process holds ranks R (each once, in the order given) of communicator j for every id j, and
 // posts each operation on them communicator by communicator in --order: by j, by j reversed, or
@@ -38,7 +38,8 @@
 //                the previous one is destroyed. One rank.
 //   p2p          on the one communicator, this rank's send among --transfers (if any), then its
 //                receive (if any), each verified: the test orders the ranks' posts with go files.
-//                One rank.
+//                One rank. --recv-again 1: the receiver then receives once more from its
+//                sender (which sent once): that receive must fail, not wait.
 // --go-file: every mode waits for it after init, before its first operation.
 // --expect-failure 1: the first failed operation ends the run (the communicators are aborted) and
 // the exit code is 0 unless data was wrong. --end: destroy (default) or abort the communicators
@@ -81,6 +82,7 @@ struct Options {
   int initTimeoutMs = 0;  // 0: the daemon's default
   int watchdog = 60;
   bool expectFailure = false;
+  bool recvAgain = false;  // p2p: the receiver receives once more from its sender, which sent once
   std::string end = "destroy";
 };
 

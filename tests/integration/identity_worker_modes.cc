@@ -221,11 +221,16 @@ void runTransfers(Member& m, const Options& o, Outcome* out) {
   }
   watchdogNote("transfers of " + m.name);
   if (hc_status_t rc = waitRequests(m); rc != HC_OK) return recordFailure(out, rc, m, "transfer");
-  if (from >= 0) {
-    out->wrong += countWrong(
-        m, count, [&](uint64_t i) { return valueOf(m.base, from, 0, i, kSalt); },
-        "transfer from rank " + std::to_string(from));
-  }
+  if (from < 0) return;
+  out->wrong += countWrong(
+      m, count, [&](uint64_t i) { return valueOf(m.base, from, 0, i, kSalt); },
+      "transfer from rank " + std::to_string(from));
+  if (!o.recvAgain) return;
+  // A receive its sender never matched with a send: fails, or hangs until the watchdog.
+  watchdogNote("second receive from " + std::to_string(from));
+  hc_status_t rc = hc_recv(m.recv, count, HC_INT32, from, m.comm, nullptr, &m.reqs[1]);
+  if (rc == HC_OK) rc = hc_wait(&m.reqs[1]);
+  if (rc != HC_OK) return recordFailure(out, rc, m, "second receive from " + std::to_string(from));
 }
 
 }  // namespace hc::integ::identity

@@ -237,6 +237,37 @@ TEST_F(CommunicatorTest, DestroyFailsWaitingWorkThatNeedsTheDepartedRank) {
   EXPECT_EQ(completions(1)[id].first, Code::Unavailable);
 }
 
+// Rank 0 lives on another daemon, whose goodbye says it posted two sends to rank 1: rank 1's
+// first two receives from it still run (their messages are on the wire), the third fails.
+TEST_F(CommunicatorTest, ReceivesOfSendsADepartedRemoteRankPostedStillRun) {
+  makeRanks(2);
+  comm_->markRemote(0);
+  comm_->depart(0, unavailable("destroyed its handle of the communicator"),
+                {{0, 1, 2}, {1, 0, 9}, {0, 0, 5}});  // pairs not from rank 0 to a rank here: ignored
+  for (int k = 0; k < 2; ++k) {
+    post(1, OpType::Recv, 0);
+    EXPECT_EQ(finishAll(), 1u) << "receive " << k;
+    EXPECT_FALSE(comm_->failed()) << "receive " << k;
+  }
+  uint64_t third = post(1, OpType::Recv, 0);
+  EXPECT_TRUE(comm_->failed());
+  auto c = completions(1);
+  ASSERT_EQ(c.count(third), 1u);
+  EXPECT_NE(c[third].second.find("needs rank 0, which destroyed"), std::string::npos)
+      << c[third].second;
+}
+
+TEST_F(CommunicatorTest, SentCountsListEveryPairThatPostedSends) {
+  makeRanks(3);
+  post(0, OpType::Send, 1);
+  post(0, OpType::Send, 1);
+  post(2, OpType::Send, 0);
+  auto counts = comm_->sentCounts();
+  std::map<std::pair<int, int>, uint64_t> byPair;
+  for (const auto& c : counts) byPair[{c.src, c.dst}] = c.sends;
+  EXPECT_EQ(byPair, (std::map<std::pair<int, int>, uint64_t>{{{0, 1}, 2}, {{2, 0}, 1}}));
+}
+
 TEST_F(CommunicatorTest, OpTimeoutNamesTheRankThatDidNotPost) {
   makeRanks(3);
   comm_ = std::make_unique<Communicator>(8, 3, 50);
