@@ -317,6 +317,16 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
     return fail("session.max_clients",
                 "session.max_clients must be in [1, 65536], got " + std::to_string(c.maxClients));
   }
+  if (c.maxRanks < 1 || c.maxRanks > DaemonConfig::kMaxRanksLimit) {
+    return fail("session.max_ranks", "session.max_ranks must be in [1, " +
+                                         std::to_string(DaemonConfig::kMaxRanksLimit) + "], got " +
+                                         std::to_string(c.maxRanks));
+  }
+  if (c.maxStagingBytes < (1u << 20) || c.maxStagingBytes > (1ull << 48)) {
+    return fail("session.max_staging_bytes",
+                "session.max_staging_bytes must be in [1MiB, 256TiB], got " +
+                    std::to_string(c.maxStagingBytes));
+  }
   for (const std::string& group : c.allowGroups) {
     if (group.empty()) {
       return fail("access.allow_groups", "access.allow_groups holds an empty group name");

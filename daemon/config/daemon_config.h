@@ -31,6 +31,14 @@ struct DaemonConfig {
   uint64_t maxSegmentBytes = 16ull << 30;  // max_segment_bytes: cap on what a client may request
   uint32_t ringEntries = 256;              // ring_entries: power of two in [16, 4096]
   uint32_t maxClients = 1024;              // max_clients
+  // max_ranks: the most ranks a local client may declare for a communicator (a join of more is
+  // refused at once); peer::kMaxRanks at most.
+  uint32_t maxRanks = 65536;
+  static constexpr uint32_t kMaxRanksLimit = 1u << 20;  // peer::kMaxRanks (server.cc checks)
+  // max_staging_bytes: host memory the daemon holds at once to stage operands that live in
+  // clients' own memory or on devices; an operation that would go beyond it fails with
+  // NoResource instead of growing the daemon.
+  uint64_t maxStagingBytes = 8ull << 30;
   // cross_memory_attach: clients may have their own (non-segment) memory read and written with
   // process_vm_readv/writev instead of copying it into the segment. Off by default: it needs
   // ptrace rights over the client, which a hardened service may not have.

@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 44> kSettings = {{
+const std::array<Setting, 46> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"server", "state_dir", &C::stateDir, "--state-dir",
@@ -27,6 +27,10 @@ const std::array<Setting, 44> kSettings = {{
     {"session", "ring_entries", &C::ringEntries, "--ring-entries",
      "submission ring slots per client: a power of two in [16, 4096]"},
     {"session", "max_clients", &C::maxClients, "", "clients connected at once"},
+    {"session", "max_ranks", &C::maxRanks, "",
+     "most ranks a local client may declare for a communicator"},
+    {"session", "max_staging_bytes", &C::maxStagingBytes, "",
+     "host memory held at once to stage operands outside the segment (bytes, or \"8GiB\")"},
     {"session", "cross_memory_attach", &C::crossMemoryAttach, "--cross-memory-attach",
      "let clients that ask use process_vm_readv/writev on their own memory (needs ptrace rights)"},
     {"access", "allow_uids", &C::allowUids, "",

@@ -18,6 +18,7 @@
 
 #include "common/ipc/frames.h"
 #include "common/seqpacket.h"
+#include "daemon/peer/peer_types.h"
 #include "daemon/server/devices.h"
 #include "daemon/transport/ucx/ucx_transport.h"
 
@@ -83,6 +84,9 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   eo.initTimeoutMs = config.initTimeoutMs;
   eo.opTimeoutMs = config.opTimeoutMs;
   eo.stagingChunkBytes = config.stagingChunkBytes;
+  static_assert(config::DaemonConfig::kMaxRanksLimit == peer::kMaxRanks);
+  eo.maxRanks = config.maxRanks;
+  eo.maxStagingBytes = config.maxStagingBytes;
   eo.board = &s->board_;
   eo.stateDir = config.stateDir;
   eo.lateReportMs = config.lateReportMs;
@@ -234,7 +238,9 @@ void Server::setSleeping(uint32_t value) {
 bool Server::ringsPending() const {
   for (const auto& [id, s] : sessions_) {
     if (!s->welcomed()) continue;
-    if (!s->segment()->view().submit.empty()) return true;
+    // A session at its back-pressure limit waits for completions (which wake the loop), not
+    // for another turn of it: the loop sleeps instead of spinning on its full ring.
+    if (!s->segment()->view().submit.empty() && engine_->accepting(*s)) return true;
     // Completions parked because the ring was full: flush them once the client made room.
     if (s->hasParkedCompletions() && !s->segment()->view().completion.full()) return true;
   }

@@ -21,7 +21,10 @@ namespace hc::session {
 
 class StagingPool {
  public:
-  explicit StagingPool(uint64_t idleCapBytes = 256ull << 20) : idleCap_(idleCapBytes) {}
+  // liveCapBytes bounds what is handed out at once (session.max_staging_bytes): an acquire
+  // beyond it fails with NoResource, so no client's declared sizes can grow the daemon.
+  explicit StagingPool(uint64_t idleCapBytes = 256ull << 20, uint64_t liveCapBytes = 8ull << 30)
+      : idleCap_(idleCapBytes), liveCap_(liveCapBytes) {}
   ~StagingPool();
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
@@ -35,7 +38,9 @@ class StagingPool {
 
  private:
   uint64_t idleCap_;
+  uint64_t liveCap_;
   uint64_t idleBytes_ = 0;
+  uint64_t liveBytes_ = 0;  // handed out and not yet released
   std::multimap<uint64_t, uint8_t*> idle_;
 };
 

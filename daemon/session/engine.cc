@@ -31,6 +31,7 @@ Engine::Engine(EngineOptions options, coll::ReductionPool* pool, MultiNode multi
     : options_(options),
       pool_(pool),
       doneFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      staging_(256ull << 20, options.maxStagingBytes),
       copier_(options.stagingChunkBytes),
       multiNode_(std::move(multiNode)) {
   HC_CHECK(doneFd_.valid());
@@ -38,10 +39,18 @@ Engine::Engine(EngineOptions options, coll::ReductionPool* pool, MultiNode multi
 
 Engine::~Engine() = default;
 
+bool Engine::accepting(const Session& session) const {
+  // Completions the client has not made room for count too: a client that never reads them
+  // cannot make the daemon hold more.
+  if (session.parkedCompletions() >= options_.maxInFlight) return false;
+  if (session.inFlight < options_.maxInFlight) return true;
+  return !session.openGroups.empty() && session.inFlight < options_.maxInFlight + ipc::kMaxGroupOps;
+}
+
 Result<bool> Engine::drain(const SessionPtr& session) {
   bool took = false;
   ipc::SubmitEntry e;
-  while (session->inFlight < options_.maxInFlight || !session->openGroups.empty()) {
+  while (accepting(*session)) {
     ipc::PopResult r = session->popSubmission(&e);
     if (r == ipc::PopResult::Empty) break;
     if (r == ipc::PopResult::Corrupt) return invalidArgument("submission ring is corrupt");
@@ -77,16 +86,26 @@ void Engine::accept(const SessionPtr& session, const ipc::SubmitEntry& e) {
   if (type == ipc::OpType::CommDestroy) {
     comm->depart(m->rank, unavailable("destroyed its handle of the communicator"));
     session->removeMember(e.commHandle);
-    session->openGroups.erase(e.commHandle);
+    session->closeGroup(e.commHandle);
     session->complete(e.requestId, okStatus());
     dropIfEmpty(comm);
     return;
   }
   const bool closesUnit = (e.flags & ipc::kEntryGroupMore) == 0;
   if (closesUnit) {
-    session->openGroups.erase(e.commHandle);
+    session->closeGroup(e.commHandle);
+  } else if (session->openGroupOps >= ipc::kMaxGroupOps) {
+    // The group ends here, failed: every op of it completes with the error now.
+    session->closeGroup(e.commHandle);
+    comm->reject(m->rank, session, e.requestId,
+                 invalidArgument("a group holds more than " + std::to_string(ipc::kMaxGroupOps) +
+                                 " operations (on all of this client's communicators)"),
+                 /*closesUnit=*/true);
+    progress(comm);
+    return;
   } else {
-    session->openGroups.insert(e.commHandle);
+    ++session->openGroups[e.commHandle];
+    ++session->openGroupOps;
   }
   auto op = resolveOp(e, session, m->rank, comm->nranks());
   if (!op.isOk()) {
@@ -103,6 +122,13 @@ void Engine::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
     session->complete(e.requestId, invalidArgument("comm init: rank " + std::to_string(e.rank) +
                                                    " of " + std::to_string(e.nranks) +
                                                    " ranks is out of range"));
+    return;
+  }
+  if (static_cast<uint32_t>(e.nranks) > options_.maxRanks) {
+    session->complete(e.requestId,
+                      invalidArgument("comm init: " + std::to_string(e.nranks) +
+                                      " ranks; this daemon allows at most " +
+                                      std::to_string(options_.maxRanks) + " (session.max_ranks)"));
     return;
   }
   std::string key = commKeyHex(e.key);
@@ -326,7 +352,7 @@ void Engine::abortHandle(const SessionPtr& session, uint64_t handle) {
   comm->leave(m->rank,
               unavailable("rank " + std::to_string(m->rank) + " aborted the communicator"));
   session->removeMember(handle);
-  session->openGroups.erase(handle);
+  session->closeGroup(handle);
   propagateFailures();
   dropIfEmpty(comm);
 }

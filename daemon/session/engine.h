@@ -38,6 +38,8 @@ struct EngineOptions {
   int opTimeoutMs = 0;
   uint32_t maxInFlight = 4096;  // per session: beyond it, submissions wait in the ring
   uint64_t stagingChunkBytes = 4 << 20;  // device<->host staging copies are issued in these
+  uint32_t maxRanks = 65536;              // session.max_ranks: a local join of more is refused
+  uint64_t maxStagingBytes = 8ull << 30;  // session.max_staging_bytes (StagingPool's live cap)
   // What operators see (null board: no flight records, no dumps). Borrowed; outlives the engine.
   observe::StatusBoard* board = nullptr;
   metrics::DaemonMetrics* metrics = nullptr;  // borrowed; null: no metrics
@@ -67,6 +69,9 @@ class Engine {
   // Takes the session's submissions. Returns whether any was taken; a non-Ok status is a
   // protocol violation (a corrupt ring) and the caller closes the session.
   Result<bool> drain(const SessionPtr& session);
+  // Whether drain() would take the session's next submission now (back-pressure: in-flight ops,
+  // open groups, completions parked for a client that has not made room).
+  bool accepting(const Session& session) const;
   void collectFinished();
   // Multi-node: readable when inter-node work finished (-1 without multi-node); then call
   // collectNet(). Join answers from root daemons arrive through doneFd().

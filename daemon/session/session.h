@@ -96,9 +96,18 @@ class Session {
 
   // Ops submitted and not yet completed, for back-pressure.
   uint32_t inFlight = 0;
-  // Handles with a group still being submitted: back-pressure waits until they close, since
-  // nothing of an open group can complete.
-  std::set<uint64_t> openGroups;
+  // Handles with a group still being submitted, and how many ops each holds so far. An open
+  // group lifts back-pressure (nothing of it can complete before it closes), so together they
+  // hold at most ipc::kMaxGroupOps ops: the engine fails a group that would grow beyond.
+  std::map<uint64_t, uint32_t> openGroups;
+  uint32_t openGroupOps = 0;
+  void closeGroup(uint64_t handle) {
+    auto it = openGroups.find(handle);
+    if (it == openGroups.end()) return;
+    openGroupOps -= it->second;
+    openGroups.erase(it);
+  }
+  size_t parkedCompletions() const { return overflow_.size(); }
 
  private:
   Status onHello(std::span<const uint8_t> bytes, uint64_t defaultSegment, uint64_t maxSegment,

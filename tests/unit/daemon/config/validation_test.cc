@@ -76,6 +76,10 @@ INSTANTIATE_TEST_SUITE_P(
                  {},
                  {"session.segment_bytes"}},
         BadInput{"NoClients", "[session]\nmax_clients = 0\n", {}, {}, {"session.max_clients"}},
+        BadInput{"RanksBeyondTheWire", "[session]\nmax_ranks = 2000000\n", {}, {},
+                 {"session.max_ranks"}},
+        BadInput{"TinyStaging", "[session]\nmax_staging_bytes = \"4KiB\"\n", {}, {},
+                 {"session.max_staging_bytes"}},
         BadInput{
             "EmptyGroupName", "[access]\nallow_groups = [\"\"]\n", {}, {}, {"access.allow_groups"}},
         BadInput{"SocketPathTooLong",
