@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -125,11 +126,15 @@ Result<std::string> dumpFlightRecord(const std::string& stateDir, const FlightSn
   for (char& c : key) {
     if (c == '/' || c == ':') c = '-';  // split children's keys name their parent and color
   }
-  const std::string path =
-      stateDir + "/flight-" + key + "-" + reason + "-" + std::to_string(ms) + ".json";
-  const std::string temporary = path + ".tmp";
+  const std::string stem = stateDir + "/flight-" + key + "-" + reason + "-" + std::to_string(ms);
+  const std::string path = stem + ".json";
+  // A fresh name, opened exclusively and never through a link: whatever else can write the
+  // folder cannot make the daemon write elsewhere, or into a file it planted.
+  static std::atomic<uint64_t> serial{0};
+  const std::string temporary = path + "." + std::to_string(serial++) + ".tmp";
   const std::string text = flightJson(record, reason, detail);
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  const int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
   if (fd < 0) return unavailable("cannot write " + temporary + ": " + std::strerror(errno));
   size_t done = 0;
   while (done < text.size()) {
@@ -144,12 +149,18 @@ Result<std::string> dumpFlightRecord(const std::string& stateDir, const FlightSn
     done += static_cast<size_t>(n);
   }
   ::close(fd);
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(temporary.c_str());
-    return unavailable("cannot rename " + temporary + ": " + why);
+  // link() never replaces what is there: a second dump of the same millisecond, or anything
+  // planted under the name, keeps its place and this dump takes the next free suffix.
+  std::string linked = path;
+  int e = 0;
+  for (int n = 1; n <= 100; ++n) {
+    e = ::link(temporary.c_str(), linked.c_str()) == 0 ? 0 : errno;
+    if (e != EEXIST) break;
+    linked = stem + "-" + std::to_string(n) + ".json";
   }
-  return path;
+  ::unlink(temporary.c_str());
+  if (e != 0) return unavailable("cannot name the dump " + linked + ": " + std::strerror(e));
+  return linked;
 }
 
 }  // namespace hc::observe

@@ -22,7 +22,9 @@ std::string flightJson(const FlightSnapshot& record, const std::string& reason,
                        const std::string& detail);
 
 // Writes flightJson() to <stateDir>/flight-<key>-<reason>-<unix ms>.json (the directory is
-// created, mode 0750; the file appears whole, mode 0640) and returns its path.
+// created, mode 0750; the file appears whole, mode 0640, written under a fresh name opened with
+// O_EXCL | O_NOFOLLOW and renamed) and returns its path. Synchronous: the daemon calls it through
+// FlightDumper (flight_dumper.h), on a thread of its own.
 [[nodiscard]] Result<std::string> dumpFlightRecord(const std::string& stateDir,
                                                    const FlightSnapshot& record,
                                                    const std::string& reason,

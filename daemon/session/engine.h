@@ -27,6 +27,7 @@
 #include "daemon/session/session.h"
 #include "daemon/session/slice_staging.h"
 #include "daemon/session/staged_transfer.h"
+#include "daemon/observe/flight_dumper.h"
 #include "daemon/observe/status_board.h"
 
 namespace hc::session {
@@ -266,6 +267,8 @@ class Engine {
   // The progress thread's copy streams for staged transfers (staged_transfer.h). The executor
   // stops before the engine goes, so nothing uses them when they are destroyed.
   TransferLanes transferLanes_;
+  // Writes flight-record dumps off the IPC thread, rate-limited; made at the first incident.
+  std::unique_ptr<observe::FlightDumper> dumper_;
 };
 
 }  // namespace hc::session

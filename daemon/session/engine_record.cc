@@ -85,16 +85,27 @@ void Engine::onIncident(const Communicator& comm, const std::string& reason,
     spdlog::warn("communicator {:x} ({}): {}", comm.id(), comm.keyHex(), detail);
   }
   if (options_.stateDir.empty() || !comm.recorder()) return;
-  Result<std::string> path =
-      observe::dumpFlightRecord(options_.stateDir, comm.recorder()->snapshot(), reason, detail);
-  if (!path.isOk()) {
-    spdlog::error("communicator {:x}: cannot dump its flight record: {}", comm.id(),
-                  path.status().toString());
-    return;
+  if (!dumper_) {
+    dumper_ = std::make_unique<observe::FlightDumper>(
+        observe::FlightDumper::Options{.stateDir = options_.stateDir},
+        [board = options_.board](const Result<std::string>& path, const std::string& what) {
+          if (!path.isOk()) {
+            spdlog::error("{}: cannot dump its flight record: {}", what, path.status().toString());
+            return;
+          }
+          board->flightDumped();
+          spdlog::info("{}: flight record dumped to {}", what, path.value());
+        });
   }
-  options_.board->flightDumped();
-  spdlog::info("communicator {:x}: flight record ({}) dumped to {}", comm.id(), reason,
-               path.value());
+  const std::string what = fmt::format("communicator {:x} ({})", comm.id(), reason);
+  if (!dumper_->submit(comm.recorder()->snapshot(), reason, detail, what)) {
+    // Counted, and said at most once per power of two, so a flood of incidents floods no log.
+    const uint64_t skipped = dumper_->skipped();
+    if ((skipped & (skipped - 1)) == 0) {
+      spdlog::warn("{}: flight record not dumped ({} skipped so far: more than 10 a minute)",
+                   what, skipped);
+    }
+  }
 }
 
 void Engine::countStaging(const Match& match, const char* reason) {
