@@ -36,6 +36,12 @@ constexpr uint64_t kEventTag = 5ull << 56;
 constexpr uint64_t kNetTag = 6ull << 56;
 constexpr uint64_t kKindMask = 0xffull << 56;
 
+// What one session gets of the IPC thread per turn of its loop: frames read from its socket,
+// and entries taken from its submission ring. Small enough that a flooding client delays the
+// others by microseconds per turn; large enough that an honest burst needs few turns.
+constexpr int kFramesPerTurn = 32;
+constexpr uint32_t kEntriesPerTurn = 256;
+
 }  // namespace
 
 Server::Server(const config::DaemonConfig& config) : config_(config) {}
@@ -262,7 +268,7 @@ bool Server::drainRings() {
   std::vector<std::pair<session::SessionPtr, Status>> broken;
   for (auto& [id, s] : sessions_) {
     if (!s->welcomed()) continue;
-    auto r = engine_->drain(s);
+    auto r = engine_->drain(s, kEntriesPerTurn);
     if (!r.isOk()) {
       broken.emplace_back(s, r.status());
       continue;
@@ -315,7 +321,9 @@ void Server::acceptClients() {
 }
 
 void Server::onClientSocket(const session::SessionPtr& s) {
-  for (;;) {
+  // A turn of at most kFramesPerTurn frames: the socket stays readable and the loop comes back
+  // to it after every other session's turn, so a client's flood of frames delays only itself.
+  for (int frames = 0; frames < kFramesPerTurn; ++frames) {
     auto msg = receiveMessage(s->socketFd(), ipc::kMaxFrameBytes + 1);
     if (!msg.isOk()) {
       if (msg.status().code() == Code::NoResource) return;

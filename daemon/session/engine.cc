@@ -47,10 +47,10 @@ bool Engine::accepting(const Session& session) const {
   return !session.openGroups.empty() && session.inFlight < options_.maxInFlight + ipc::kMaxGroupOps;
 }
 
-Result<bool> Engine::drain(const SessionPtr& session) {
+Result<bool> Engine::drain(const SessionPtr& session, uint32_t budget) {
   bool took = false;
   ipc::SubmitEntry e;
-  while (accepting(*session)) {
+  for (uint32_t taken = 0; taken < budget && accepting(*session); ++taken) {
     ipc::PopResult r = session->popSubmission(&e);
     if (r == ipc::PopResult::Empty) break;
     if (r == ipc::PopResult::Corrupt) return invalidArgument("submission ring is corrupt");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -69,7 +70,9 @@ class Engine {
 
   // Takes the session's submissions. Returns whether any was taken; a non-Ok status is a
   // protocol violation (a corrupt ring) and the caller closes the session.
-  Result<bool> drain(const SessionPtr& session);
+  // At most `budget` entries per call: the caller takes turns among its sessions, so that no
+  // client's flood holds the IPC thread.
+  Result<bool> drain(const SessionPtr& session, uint32_t budget = UINT32_MAX);
   // Whether drain() would take the session's next submission now (back-pressure: in-flight ops,
   // open groups, completions parked for a client that has not made room).
   bool accepting(const Session& session) const;
