@@ -1,18 +1,38 @@
 #include "common/paths.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <vector>
 
 namespace hc {
+namespace {
+
+// The home folder the user database gives this process's effective user; "" when it has none,
+// or names one that does not exist (system users such as nobody have "/nonexistent").
+std::string homeFromUserDatabase() {
+  std::vector<char> buffer(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(::geteuid(), &pw, buffer.data(), buffer.size(), &found) != 0 ||
+      found == nullptr || pw.pw_dir == nullptr || pw.pw_dir[0] != '/' ||
+      ::access(pw.pw_dir, F_OK) != 0) {
+    return {};
+  }
+  return pw.pw_dir;
+}
+
+}  // namespace
 
 std::string defaultSocketPath() {
   if (const char* s = std::getenv("HC_SOCKET"); s != nullptr && *s != '\0') return s;
-  if (::geteuid() == 0) return "/run/hetero-comm/hetero-commd.sock";
-  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x != nullptr && *x != '\0') {
+  if (const char* x = std::getenv("XDG_RUNTIME_DIR");
+      ::geteuid() != 0 && x != nullptr && *x != '\0') {
     return std::string(x) + "/hetero-comm/hetero-commd.sock";
   }
-  return "/tmp/hetero-comm-" + std::to_string(::getuid()) + "/hetero-commd.sock";
+  // Never a folder under /tmp: there anyone can create the predictable name first and serve it.
+  return "/run/hetero-comm/hetero-commd.sock";
 }
 
 std::string adminSocketPathFor(const std::string& clientSocket) {
@@ -35,7 +55,9 @@ std::string defaultStateDir() {
   if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
     return std::string(h) + "/.local/state/hetero-comm";
   }
-  return "/tmp/hetero-comm-" + std::to_string(::getuid()) + "/state";
+  // The user's own home, never a shared folder such as /tmp: flight records name jobs and hosts.
+  const std::string home = homeFromUserDatabase();
+  return home.empty() ? std::string() : home + "/.local/state/hetero-comm";
 }
 
 }  // namespace hc

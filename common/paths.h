@@ -1,6 +1,7 @@
 // Where the client socket lives, resolved the same way by the daemon and the client:
-// HC_SOCKET; else /run/hetero-comm/hetero-commd.sock for root; else
-// $XDG_RUNTIME_DIR/hetero-comm/hetero-commd.sock; else /tmp/hetero-comm-<uid>/hetero-commd.sock.
+// HC_SOCKET; else $XDG_RUNTIME_DIR/hetero-comm/hetero-commd.sock for a user other than root who
+// has a runtime folder; else /run/hetero-comm/hetero-commd.sock, the system daemon's. Never a
+// folder under /tmp: another user could create the predictable name first and serve it.
 #pragma once
 
 #include <string>
@@ -16,7 +17,8 @@ std::string adminSocketPathFor(const std::string& clientSocket);
 
 // The daemon's state directory: $STATE_DIRECTORY (systemd's StateDirectory=, first entry); else
 // /var/lib/hetero-comm for root; else $XDG_STATE_HOME/hetero-comm; else
-// $HOME/.local/state/hetero-comm; else /tmp/hetero-comm-<uid>/state.
+// $HOME/.local/state/hetero-comm, with HOME from the user database when the environment has
+// none; else "" (no default: the daemon's configuration check then asks for --state-dir).
 std::string defaultStateDir();
 
 }  // namespace hc

@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "client/src/comm_state.h"
+#include "client/src/server_trust.h"
 #include "common/ipc/frames.h"
 #include "common/paths.h"
 #include "common/seqpacket.h"
@@ -97,6 +98,9 @@ Status Connection::connect() {
   auto fd = connectSeqpacket(path);
   if (!fd.isOk()) return fd.status();
   socket_ = fd->release();
+  // Before the first frame: Hello already names this process, and later frames hand over its
+  // memory. A refusal leaves the socket to discard(), which closes it unused.
+  HC_RETURN_IF_ERROR(checkServer(socket_, path));
 
   auto hello = ipc::makeFrame<ipc::HelloFrame>(ipc::FrameType::Hello, 0);
   hello.minor = ipc::kProtocolMinor;

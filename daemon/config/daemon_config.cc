@@ -317,6 +317,19 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
     return fail("session.max_clients",
                 "session.max_clients must be in [1, 65536], got " + std::to_string(c.maxClients));
   }
+  if (c.maxClientsPerUid < 1) {
+    return fail("session.max_clients_per_uid", "session.max_clients_per_uid must be at least 1");
+  }
+  if (c.maxSegmentBytesPerUid < c.segmentBytes) {
+    return fail("session.max_segment_bytes_per_uid",
+                "session.max_segment_bytes_per_uid (" + std::to_string(c.maxSegmentBytesPerUid) +
+                    ") must not be below session.segment_bytes (" +
+                    std::to_string(c.segmentBytes) + "): no client could connect");
+  }
+  if (c.helloTimeoutMs < 100 || c.helloTimeoutMs > 600000) {
+    return fail("session.hello_timeout_ms", "session.hello_timeout_ms must be in [100, 600000], got " +
+                                                std::to_string(c.helloTimeoutMs));
+  }
   if (c.maxRanks < 1 || c.maxRanks > DaemonConfig::kMaxRanksLimit) {
     return fail("session.max_ranks", "session.max_ranks must be in [1, " +
                                          std::to_string(DaemonConfig::kMaxRanksLimit) + "], got " +
@@ -354,7 +367,13 @@ hc::Status validateWithOrigins(const DaemonConfig& c, const Origins* origins) {
                 "comm.flight_record_entries must be in [1, 1000000], got " +
                     std::to_string(c.flightRecordEntries));
   }
-  if (c.stateDir.empty() || c.stateDir[0] != '/') {
+  if (c.stateDir.empty()) {
+    // defaultStateDir() found no home of this user, and it never falls back to a shared folder.
+    return fail("server.state_dir",
+                "server.state_dir is empty, and no default applies here (no STATE_DIRECTORY, "
+                "XDG_STATE_HOME, HOME or home folder in the user database): set --state-dir");
+  }
+  if (c.stateDir[0] != '/') {
     return fail("server.state_dir",
                 "server.state_dir must be an absolute path, got '" + c.stateDir + "'");
   }

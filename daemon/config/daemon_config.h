@@ -34,6 +34,14 @@ struct DaemonConfig {
   // max_ranks: the most ranks a local client may declare for a communicator (a join of more is
   // refused at once); peer::kMaxRanks at most.
   uint32_t maxRanks = 65536;
+  // max_clients_per_uid: connections one uid may hold at once, so that one user cannot take
+  // every slot of max_clients.
+  uint32_t maxClientsPerUid = 256;
+  // max_segment_bytes_per_uid: the segments of one uid's clients together (the daemon creates
+  // them, and pre-faults what they allocate).
+  uint64_t maxSegmentBytesPerUid = 64ull << 30;
+  // hello_timeout_ms: a connection that has not sent its Hello by then is closed.
+  int32_t helloTimeoutMs = 10000;
   static constexpr uint32_t kMaxRanksLimit = 1u << 20;  // peer::kMaxRanks (server.cc checks)
   // max_staging_bytes: host memory the daemon holds at once to stage operands that live in
   // clients' own memory or on devices; an operation that would go beyond it fails with

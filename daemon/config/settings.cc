@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 46> kSettings = {{
+const std::array<Setting, 49> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"server", "state_dir", &C::stateDir, "--state-dir",
@@ -27,6 +27,12 @@ const std::array<Setting, 46> kSettings = {{
     {"session", "ring_entries", &C::ringEntries, "--ring-entries",
      "submission ring slots per client: a power of two in [16, 4096]"},
     {"session", "max_clients", &C::maxClients, "", "clients connected at once"},
+    {"session", "max_clients_per_uid", &C::maxClientsPerUid, "",
+     "connections one uid may hold at once"},
+    {"session", "max_segment_bytes_per_uid", &C::maxSegmentBytesPerUid, "",
+     "the segments of one uid's clients together (bytes, or \"64GiB\")"},
+    {"session", "hello_timeout_ms", &C::helloTimeoutMs, "",
+     "a connection that has not sent its Hello by then is closed"},
     {"session", "max_ranks", &C::maxRanks, "",
      "most ranks a local client may declare for a communicator"},
     {"session", "max_staging_bytes", &C::maxStagingBytes, "",

@@ -15,11 +15,13 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "common/socket_trust.h"
 #include "common/unique_fd.h"
 
 namespace hc::control {
@@ -209,6 +211,8 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerO
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetOption(serverReflectionOption(true));
     if (!options.adminSocket.empty()) {
+      // The admin socket answers hcctl: a folder others control could hand it an impostor.
+      HC_RETURN_IF_ERROR(checkFolderToServe(options.adminSocket));
       HC_RETURN_IF_ERROR(claimSocketPath(options.adminSocket));
       builder.AddListeningPort("unix:" + options.adminSocket, grpc::InsecureServerCredentials());
     }
@@ -217,7 +221,14 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerO
     }
     builder.RegisterService(&s->health_);
     builder.RegisterService(&s->control_);
-    s->controlServer_ = builder.BuildAndStart();
+    {
+      // Owner and group only, from the moment gRPC binds it: the admin socket tells a lot about
+      // the node, and a chmod after the fact would leave it as wide as the inherited umask until
+      // then. Startup code: no other thread creates files meanwhile (ScopedUmask).
+      std::optional<ScopedUmask> mask;
+      if (!options.adminSocket.empty()) mask.emplace(0117);
+      s->controlServer_ = builder.BuildAndStart();
+    }
     if (s->controlServer_ == nullptr || (!options.listen.empty() && s->controlPort_ == 0)) {
       s->controlServer_.reset();
       return unavailable("cannot start the control server on " +
@@ -228,8 +239,6 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerO
     }
     if (!options.adminSocket.empty()) {
       s->adminSocket_ = options.adminSocket;
-      // Owner and group only: the admin socket tells a lot about the node.
-      ::chmod(options.adminSocket.c_str(), 0660);
       spdlog::info("control listening on unix:{}", options.adminSocket);
     }
     if (!options.listen.empty()) {

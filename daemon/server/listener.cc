@@ -18,8 +18,29 @@
 #include <spdlog/spdlog.h>
 
 #include "common/seqpacket.h"
+#include "common/socket_trust.h"
 
 namespace hc::server {
+namespace {
+
+// Creates the socket's folder when it is missing, then checks it as clients will.
+Status prepareSocketFolder(const std::string& path) {
+  const std::string folder = parentFolder(path);
+  std::error_code ec;
+  if (!std::filesystem::exists(folder, ec)) {
+    // 0755: clients of other uids must reach the socket; the socket's own mode decides who may
+    // connect.
+    ScopedUmask mask(0022);
+    std::filesystem::create_directories(folder, ec);
+    if (ec) {
+      return Status{Code::PermissionDenied,
+                    "create " + folder + ": " + ec.message() + " (name the socket with --socket)"};
+    }
+  }
+  return checkFolderToServe(path);
+}
+
+}  // namespace
 
 Result<UniqueFd> openClientSocket(const std::string& path, const std::string& group,
                                   bool* ownsPath) {
@@ -43,13 +64,7 @@ Result<UniqueFd> openClientSocket(const std::string& path, const std::string& gr
   if (path.size() >= sizeof(addr.sun_path)) return invalidArgument("socket path too long: " + path);
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
 
-  std::error_code ec;
-  auto dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Status{Code::PermissionDenied, "create " + dir.string() + ": " + ec.message()};
-    ::chmod(dir.c_str(), 0755);
-  }
+  HC_RETURN_IF_ERROR(prepareSocketFolder(path));
   // A live daemon answers on the path: refuse to steal it. A stale file is removed.
   if (connectSeqpacket(path).isOk()) {
     return Status{Code::Unavailable, "another hetero-commd is serving " + path};
@@ -58,11 +73,16 @@ Result<UniqueFd> openClientSocket(const std::string& path, const std::string& gr
 
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return systemError("socket", errno);
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    return systemError("bind " + path, errno);
+  {
+    // Born 0660: bind(2) takes the socket file's mode from the umask. A chmod by path afterwards
+    // would leave the file as wide as the inherited umask made it until then, and would change
+    // whatever the path named by the time it ran.
+    ScopedUmask mask(0117);
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      return systemError("bind " + path, errno);
+    }
   }
   *ownsPath = true;
-  if (::chmod(path.c_str(), 0660) != 0) return systemError("chmod " + path, errno);
   if (!group.empty()) {
     if (struct group* g = ::getgrnam(group.c_str()); g != nullptr) {
       if (::chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {

@@ -1,5 +1,6 @@
-// The client socket: bound here (SOCK_SEQPACKET, mode 0660, group socket_group), or taken from
-// systemd socket activation; and the SO_PEERCRED / SO_PEERGROUPS check of each connecting peer.
+// The client socket: bound here (SOCK_SEQPACKET, born mode 0660 under a umask, group
+// socket_group, in a folder its clients will accept), or taken from systemd socket activation; and
+// the SO_PEERCRED / SO_PEERGROUPS check of each connecting peer.
 #pragma once
 
 #include <sys/types.h>
@@ -13,8 +14,11 @@
 
 namespace hc::server {
 
-// Binds path (creating its folder), unless systemd passed a listening socket. `ownsPath` tells
-// whether the daemon created the file and so removes it on exit.
+// Binds path (creating its folder, mode 0755), unless systemd passed a listening socket.
+// PermissionDenied when the folder is one the clients would refuse (common/socket_trust.h: owned
+// by an untrusted uid, writable by others, or by a group other than hetero-comm); a socket from
+// systemd is not checked, since systemd chose its folder. `ownsPath` tells whether the daemon
+// created the file and so removes it on exit.
 Result<UniqueFd> openClientSocket(const std::string& path, const std::string& group,
                                   bool* ownsPath);
 

@@ -65,6 +65,7 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   s->epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
   if (!s->epoll_.valid()) return systemError("epoll_create1", errno);
 
+  s->prefaulter_ = std::make_unique<session::Prefaulter>();
   s->policy_ = makeAccessPolicy(config.allowUids, config.allowGroups);
   s->pool_ = std::make_unique<coll::ReductionPool>(config::resolvedReductionThreads(config),
                                                     &s->heartbeats_);
@@ -204,6 +205,7 @@ int Server::run() {
     }
     if (drainRings()) active = true;
     auto now = Clock::now();
+    if (!helloDue_.empty()) closeSilentConnections(now);
     if (auto d = engine_->nextDeadline(); d && now >= *d) engine_->checkDeadlines(now);
     control_->markPeers(engine_->lostPeers());
     if (watchdogEvery_.count() > 0 && now - lastWatchdog_ >= watchdogEvery_) {
@@ -253,9 +255,58 @@ bool Server::ringsPending() const {
   return false;
 }
 
+void Server::closeSilentConnections(Clock::time_point now) {
+  std::vector<session::SessionPtr> silent;
+  for (const auto& [id, due] : helloDue_) {
+    if (now < due) continue;
+    if (auto it = sessions_.find(id); it != sessions_.end()) silent.push_back(it->second);
+  }
+  for (const auto& s : silent) {
+    spdlog::warn("{}: no Hello within {} ms; closing the connection", s->describe(),
+                 config_.helloTimeoutMs);
+    closeSession(s, Status{Code::Timeout, "no Hello within " +
+                                              std::to_string(config_.helloTimeoutMs) + " ms"},
+                 true);
+  }
+}
+
+Status Server::segmentBudget(const session::Session& s, const ipc::HelloFrame& hello) const {
+  const uint64_t want = hello.segmentBytes == 0 ? config_.segmentBytes : hello.segmentBytes;
+  const uint64_t held = segmentBytesOf(s.peer().uid);
+  if (want <= config_.maxSegmentBytesPerUid && held <= config_.maxSegmentBytesPerUid - want) {
+    return okStatus();
+  }
+  return Status{Code::NoResource,
+                "uid " + std::to_string(s.peer().uid) + " holds " + std::to_string(held) +
+                    " bytes of segments and asks for " + std::to_string(want) +
+                    " more; session.max_segment_bytes_per_uid is " +
+                    std::to_string(config_.maxSegmentBytesPerUid)};
+}
+
+size_t Server::connectionsOf(uid_t uid) const {
+  size_t n = 0;
+  for (const auto& [id, s] : sessions_) n += s->peer().uid == uid ? 1 : 0;
+  return n;
+}
+
+uint64_t Server::segmentBytesOf(uid_t uid) const {
+  uint64_t bytes = 0;
+  for (const auto& [id, s] : sessions_) {
+    if (s->welcomed() && s->peer().uid == uid) bytes += s->segment()->bytes();
+  }
+  return bytes;
+}
+
 int Server::sleepTimeoutMs() const {
   if (stopping_) return 20;
   int64_t limit = watchdogEvery_.count() > 0 ? watchdogEvery_.count() : -1;
+  if (!helloDue_.empty()) {
+    auto first = std::min_element(helloDue_.begin(), helloDue_.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(first->second - Clock::now());
+    const int64_t due = std::clamp<int64_t>(ms.count() + 1, 0, 60'000);
+    limit = limit >= 0 ? std::min(limit, due) : due;
+  }
   auto d = engine_->nextDeadline();
   if (!d) return static_cast<int>(limit);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d - Clock::now()).count();
@@ -303,14 +354,23 @@ void Server::acceptClients() {
                                                       std::to_string(config_.maxClients) + ")"});
       continue;
     }
+    if (connectionsOf(peer->uid) >= config_.maxClientsPerUid) {
+      refuse(Status{Code::NoResource,
+                    "uid " + std::to_string(peer->uid) + " holds " +
+                        std::to_string(config_.maxClientsPerUid) +
+                        " connections already (session.max_clients_per_uid)"});
+      continue;
+    }
     uint32_t id = nextSessionId_++;
     int raw = fd.get();
     auto s = std::make_shared<session::Session>(id, std::move(fd), *peer);
     s->allowCrossMemoryAttach(config_.crossMemoryAttach);
     s->setDevices(&devices_);
+    s->setPrefaulter(prefaulter_.get());
     if (peer_) s->setPeerAddress(peer_->advertise());
     if (!watch(raw, kSocketTag | id, EPOLLIN | EPOLLRDHUP).isOk()) continue;
     sessions_[id] = s;
+    helloDue_[id] = Clock::now() + std::chrono::milliseconds(config_.helloTimeoutMs);
     metrics_->setClients(static_cast<int64_t>(sessions_.size()));
     board_.clientConnected(observe::ClientInfo{.id = id,
                                                .pid = peer->pid,
@@ -343,10 +403,17 @@ void Server::onClientSocket(const session::SessionPtr& s) {
         continue;
       }
       bool wasWelcomed = s->welcomed();
-      bad = type.isOk() ? s->handleFrame(msg->bytes, msg->fds, config_.segmentBytes,
-                                         config_.maxSegmentBytes, config_.ringEntries)
-                        : type.status();
+      if (!type.isOk()) {
+        bad = type.status();
+      } else if (*type == ipc::FrameType::Hello && !wasWelcomed) {
+        bad = segmentBudget(*s, ipc::frameAs<ipc::HelloFrame>(msg->bytes));
+      }
+      if (bad.isOk()) {
+        bad = s->handleFrame(msg->bytes, msg->fds, config_.segmentBytes, config_.maxSegmentBytes,
+                             config_.ringEntries);
+      }
       if (bad.isOk() && !wasWelcomed && s->welcomed()) {
+        helloDue_.erase(s->id());
         if (!watch(s->eventFd(), kEventTag | s->id(), EPOLLIN).isOk()) {
           bad = internalError("cannot watch the client's eventfd");
         }
@@ -371,6 +438,7 @@ void Server::closeSession(const session::SessionPtr& s, const Status& why, bool 
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->socketFd(), nullptr);
   if (s->welcomed()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->eventFd(), nullptr);
   sessions_.erase(s->id());
+  helloDue_.erase(s->id());
   board_.clientGone(s->id());
   metrics_->setClients(static_cast<int64_t>(sessions_.size()));
   s->closeSocket();

@@ -46,6 +46,13 @@ class Server {
   bool ringsPending() const;
   void setSleeping(uint32_t value);
   int sleepTimeoutMs() const;
+  // Closes connections that sent no Hello within session.hello_timeout_ms.
+  void closeSilentConnections(std::chrono::steady_clock::time_point now);
+  // What a uid's connections hold: how many, and their segments' bytes.
+  size_t connectionsOf(uid_t uid) const;
+  uint64_t segmentBytesOf(uid_t uid) const;
+  // Ok when a Hello's segment fits its uid's session.max_segment_bytes_per_uid.
+  Status segmentBudget(const session::Session& s, const ipc::HelloFrame& hello) const;
   void beginShutdown();
   void notifyStatus();
 
@@ -75,7 +82,12 @@ class Server {
   // Health and Control; borrows nothing from the others, and goes first in ~Server so that
   // watchers hear the end before the rest is torn down.
   std::unique_ptr<ControlSide> control_;
+  // Before sessions_: their allocations' pre-faults may still be queued when they go. Made in
+  // create(), once SIGTERM is blocked, so that its thread never takes the signal.
+  std::unique_ptr<session::Prefaulter> prefaulter_;
   std::map<uint32_t, session::SessionPtr> sessions_;
+  // Connections not welcomed yet, by session id: when their Hello is due.
+  std::map<uint32_t, std::chrono::steady_clock::time_point> helloDue_;
   uint32_t nextSessionId_ = 1;
   bool stopping_ = false;
   // systemd's watchdog (WatchdogSec=): WATCHDOG=1 at half the interval from the IPC loop, which

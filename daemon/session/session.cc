@@ -96,7 +96,12 @@ Status Session::onMemAlloc(std::span<const uint8_t> bytes) {
     return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, offset.status())));
   }
   uint64_t size = allocator_->sizeAt(*offset);
-  segment_->prefault(*offset, size);
+  if (prefaulter_ == nullptr) {
+    segment_->prefault(*offset, size);
+  } else if (!prefaulter_->submit(segment_, *offset, size)) {
+    spdlog::debug("{}: {} bytes at {} not pre-faulted (the pre-fault queue is full)", describe(),
+                  size, *offset);
+  }
   auto r = ipc::makeFrame<ipc::MemAllocReplyFrame>(ipc::FrameType::MemAllocReply,
                                                    req.header.requestId);
   r.offset = *offset;

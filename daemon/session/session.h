@@ -19,6 +19,7 @@
 #include "common/unique_fd.h"
 #include "daemon/session/device_regions.h"
 #include "daemon/session/process_memory.h"
+#include "daemon/session/prefaulter.h"
 #include "daemon/session/segment.h"
 #include "daemon/session/segment_allocator.h"
 
@@ -83,6 +84,8 @@ class Session {
   std::string takeCommRoot(const uint8_t (&key)[16]);
   // The node's devices, which MemRegister imports into (borrowed; null: no device memory).
   void setDevices(const device::DeviceRegistry* devices) { devices_ = devices; }
+  // Borrowed; outlives the session. Null: allocations are pre-faulted on the calling thread.
+  void setPrefaulter(Prefaulter* prefaulter) { prefaulter_ = prefaulter; }
   // The device allocation `region` of this client, or null.
   DeviceRegionPtr deviceRegion(uint32_t region) const { return regions_.find(region); }
   // Stream-ordered ops: complete() sets the DoneFlag at segment `offset` for `requestId`.
@@ -144,6 +147,7 @@ class Session {
   };
   std::map<std::array<uint8_t, 16>, NamedRoot> commRoots_;
   const device::DeviceRegistry* devices_ = nullptr;
+  Prefaulter* prefaulter_ = nullptr;
   DeviceRegions regions_;
   std::map<uint64_t, uint64_t> doneFlags_;  // requestId -> segment offset of its DoneFlag
 };

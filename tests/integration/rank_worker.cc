@@ -11,7 +11,8 @@
 //                  [--phase group|split] [--aborter R] [--watchdog SECONDS]
 //                  [--device sim:nvidia|amd:INDEX | cuda:INDEX]
 //   hc_rank_worker --new-id   prints a fresh unique id (hc_get_unique_id) as hex
-//   hc_rank_worker --probe    exits 0 when the daemon at HC_SOCKET serves a client
+//   hc_rank_worker --probe    exits 0 when the daemon at HC_SOCKET serves a client (else 1, with
+//                             the library's message on stderr)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,16 +63,22 @@ bool parseArgs(int argc, char** argv, WorkerOptions* o, hc_unique_id_t* id, int*
 
 // For scripts, which cannot call hc_get_unique_id or connect a SOCK_SEQPACKET socket themselves.
 int runTool(std::string_view tool) {
+  // A failure names the call and the library's message (a refused daemon says why).
+  auto failed = [](const char* call, hc_status_t s) {
+    std::fprintf(stderr, "%s: %s: %s\n", call, hc_get_error_string(s), hc_get_last_error(nullptr));
+    return 1;
+  };
   if (tool == "--new-id") {
     hc_unique_id_t id;
-    if (hc_get_unique_id(&id) != HC_OK) return 1;
+    if (hc_status_t s = hc_get_unique_id(&id); s != HC_OK) return failed("hc_get_unique_id", s);
     std::printf("%s\n", hc::test::toHex(id).c_str());
     return 0;
   }
   // A shared allocation needs a working connection: Hello, Welcome, MemAlloc.
   void* p = nullptr;
-  if (hc_mem_alloc(&p, 4096) != HC_OK) return 1;
-  return hc_mem_free(p) == HC_OK ? 0 : 1;
+  if (hc_status_t s = hc_mem_alloc(&p, 4096); s != HC_OK) return failed("hc_mem_alloc", s);
+  if (hc_status_t s = hc_mem_free(p); s != HC_OK) return failed("hc_mem_free", s);
+  return 0;
 }
 
 }  // namespace

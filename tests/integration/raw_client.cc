@@ -73,6 +73,11 @@ Status RawClient::handshake(uint64_t segmentBytes) {
   if (!m.isOk()) return m.status();
   auto type = ipc::validateFrame(m->bytes, m->fds.size());
   if (!type.isOk()) return type.status();
+  if (*type == ipc::FrameType::Error) {
+    const auto e = ipc::frameAs<ipc::ErrorFrame>(m->bytes);
+    return Status{static_cast<Code>(e.status),
+                  std::string(e.message, strnlen(e.message, sizeof(e.message)))};
+  }
   if (*type != ipc::FrameType::Welcome) {
     return internalError("expected Welcome, got frame type " + std::to_string(int(*type)));
   }

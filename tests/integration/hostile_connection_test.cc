@@ -1,0 +1,108 @@
+// Connections that hold the daemon's slots or memory: one that never says Hello is closed at
+// session.hello_timeout_ms; one uid cannot take more than session.max_clients_per_uid slots or
+// session.max_segment_bytes_per_uid of segments; a large allocation is answered at once, its
+// pre-fault done off the IPC thread, so other clients are not stalled behind it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "tests/integration/daemon_process.h"
+#include "tests/integration/raw_client.h"
+
+namespace hc::integ {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::unique_ptr<DaemonProcess> startDaemon(const std::vector<std::string>& sets) {
+  std::vector<std::string> args;
+  for (const std::string& s : sets) args.insert(args.end(), {"--set", s});
+  std::string error;
+  auto d = DaemonProcess::start(args, &error);
+  EXPECT_NE(d, nullptr) << error;
+  return d;
+}
+
+TEST(HostileConnectionTest, ConnectionWithoutHelloIsClosedAtTheHelloTimeout) {
+  auto daemon = startDaemon({"session.hello_timeout_ms=300"});
+  ASSERT_NE(daemon, nullptr);
+  auto silent = RawClient::connect(daemon->socketPath());
+  ASSERT_TRUE(silent.isOk()) << silent.status().toString();
+  const auto start = Clock::now();
+  EXPECT_TRUE(silent->waitClosed(std::chrono::seconds(5))) << daemon->logTail();
+  EXPECT_GE(Clock::now() - start, milliseconds(250));
+  EXPECT_NE(daemon->log().find("no Hello within 300 ms"), std::string::npos) << daemon->logTail();
+  EXPECT_TRUE(checkDaemonServes(daemon->socketPath()).isOk());
+  EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
+}
+
+TEST(HostileConnectionTest, OneUidCannotTakeMoreThanItsConnections) {
+  auto daemon = startDaemon({"session.max_clients_per_uid=3"});
+  ASSERT_NE(daemon, nullptr);
+  std::vector<RawClient> held;
+  for (int i = 0; i < 3; ++i) {
+    auto c = RawClient::connect(daemon->socketPath());
+    ASSERT_TRUE(c.isOk());
+    ASSERT_TRUE(c->handshake().isOk()) << daemon->logTail();
+    held.push_back(std::move(*c));
+  }
+  auto fourth = RawClient::connect(daemon->socketPath());
+  ASSERT_TRUE(fourth.isOk());
+  Status s = fourth->handshake();
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.toString().find("max_clients_per_uid"), std::string::npos) << s.toString();
+  held.pop_back();  // a slot freed is a slot for the next connection
+  auto later = Clock::now() + std::chrono::seconds(5);
+  Status again = Status{Code::Unavailable, "not tried"};
+  while (!again.isOk() && Clock::now() < later) {
+    auto c = RawClient::connect(daemon->socketPath());
+    if (c.isOk()) again = c->handshake();
+  }
+  EXPECT_TRUE(again.isOk()) << again.toString();
+  EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
+}
+
+TEST(HostileConnectionTest, OneUidCannotHoldMoreThanItsSegmentBytes) {
+  auto daemon = startDaemon({"session.segment_bytes=16MiB", "session.max_segment_bytes=64MiB",
+                             "session.max_segment_bytes_per_uid=96MiB"});
+  ASSERT_NE(daemon, nullptr);
+  auto first = RawClient::connect(daemon->socketPath());
+  ASSERT_TRUE(first.isOk());
+  ASSERT_TRUE(first->handshake(64 << 20).isOk()) << daemon->logTail();
+  auto second = RawClient::connect(daemon->socketPath());
+  ASSERT_TRUE(second.isOk());
+  Status s = second->handshake(64 << 20);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.toString().find("max_segment_bytes_per_uid"), std::string::npos) << s.toString();
+  auto small = RawClient::connect(daemon->socketPath());
+  ASSERT_TRUE(small.isOk());
+  EXPECT_TRUE(small->handshake(16 << 20).isOk()) << "what is left of the budget is still there";
+  EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
+}
+
+// A 2 GiB allocation (its pages pre-faulted by the daemon) against another client's allreduces:
+// the allocation's answer and every allreduce come back quickly. On the IPC thread the pre-fault
+// stalled the others for seconds (6.8 s measured for 2 GiB).
+TEST(HostileConnectionTest, LargeAllocationDoesNotStallOtherClients) {
+  auto daemon = startDaemon({"session.max_segment_bytes=3GiB"});
+  ASSERT_NE(daemon, nullptr);
+  auto big = RawClient::connect(daemon->socketPath());
+  ASSERT_TRUE(big.isOk());
+  ASSERT_TRUE(big->handshake(uint64_t{2100} << 20).isOk()) << daemon->logTail();
+  const auto asked = Clock::now();
+  auto alloc = big->memAlloc(uint64_t{2} << 30);
+  const auto answered = Clock::now() - asked;
+  ASSERT_TRUE(alloc.isOk()) << alloc.status().toString();
+  EXPECT_LT(answered, milliseconds(500)) << "the allocation waited for its pre-fault";
+  const auto served = Clock::now();
+  Status s = checkDaemonServes(daemon->socketPath());
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  EXPECT_LT(Clock::now() - served, milliseconds(1000)) << "another client waited for the pre-fault";
+  EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
+}
+
+}  // namespace
+}  // namespace hc::integ
