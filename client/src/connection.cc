@@ -133,6 +133,7 @@ Status Connection::connect() {
   if (w.ringEntries == 0 || (w.ringEntries & (w.ringEntries - 1)) != 0) {
     return internalError("daemon announced a ring size that is not a power of two");
   }
+  HC_RETURN_IF_ERROR(checkSegmentFd(segmentFd_, w.segmentBytes));
   void* base = ::mmap(nullptr, w.segmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, segmentFd_, 0);
   if (base == MAP_FAILED) return systemError("mmap segment", errno);
   // A forked child must not share the rings: it gets no mapping and makes its own connection.

@@ -1,6 +1,8 @@
 #include "client/src/server_trust.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <climits>
@@ -42,6 +44,20 @@ Status checkSocketFolders(const std::string& path, const TrustedUsers& trusted) 
     if (std::string problem = socketFolderProblem(*st, trusted); !problem.empty()) {
       return Status{Code::PermissionDenied, refusal(path) + "its folder " + folder + " " + problem};
     }
+  }
+  return okStatus();
+}
+
+Status checkSegmentFd(int fd, uint64_t bytes) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return systemError("fstat of the daemon's segment", errno);
+  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < bytes) {
+    return Status{Code::Internal, "the daemon's segment is " + std::to_string(st.st_size) +
+                                      " bytes, not the " + std::to_string(bytes) + " it announced"};
+  }
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+    return Status{Code::Internal, "the daemon's segment is not sealed against shrinking"};
   }
   return okStatus();
 }

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 
 #include "common/socket_trust.h"
@@ -25,5 +26,10 @@ Status checkSocketFolders(const std::string& path, const TrustedUsers& trusted);
 
 // Both checks for `socket`, connected to `path`, with this process's trusted users.
 Status checkServer(int socket, const std::string& path);
+
+// The segment the Welcome hands over, before it is mapped: a memfd at least `bytes` long,
+// sealed against shrinking. An unsealed file could be cut short under the mapping later, and
+// every access past its end would kill this process with SIGBUS.
+Status checkSegmentFd(int fd, uint64_t bytes);
 
 }  // namespace hc::client

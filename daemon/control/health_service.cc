@@ -29,7 +29,8 @@ HealthCheckResponse::ServingStatus toProto(ServingStatus status) {
 class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
                            public HealthWatcher {
  public:
-  WatchReactor(HealthBoard& board, const std::string& service) : board_(board) {
+  WatchReactor(HealthBoard& board, const std::string& service, std::atomic<int>* open)
+      : board_(board), open_(open) {
     std::optional<ServingStatus> first = board_.subscribe(service, this);
     std::unique_lock lock(mutex_);
     if (!first) {
@@ -68,6 +69,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
   }
   void OnDone() override {
     board_.unsubscribe(this);
+    open_->fetch_sub(1);
     delete this;
   }
 
@@ -94,6 +96,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
   }
 
   HealthBoard& board_;
+  std::atomic<int>* open_;
   std::mutex mutex_;
   HealthCheckResponse response_;  // owned by gRPC while writing_
   ServingStatus latest_ = ServingStatus::Unknown;
@@ -104,6 +107,16 @@ class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
   bool closing_ = false;
   bool cancelled_ = false;
   bool finished_ = false;
+};
+
+// A Watch beyond the cap: ends at once, holding nothing.
+class RefusedWatch final : public grpc::ServerWriteReactor<HealthCheckResponse> {
+ public:
+  explicit RefusedWatch(int cap) {
+    Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        std::to_string(cap) + " health Watch streams are open already"));
+  }
+  void OnDone() override { delete this; }
 };
 
 }  // namespace
@@ -124,7 +137,11 @@ grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* cont
 
 grpc::ServerWriteReactor<HealthCheckResponse>* HealthService::Watch(
     grpc::CallbackServerContext* /*context*/, const HealthCheckRequest* request) {
-  return new WatchReactor(board_, request->service());
+  if (watches_.fetch_add(1) >= maxWatches_) {
+    watches_.fetch_sub(1);
+    return new RefusedWatch(maxWatches_);
+  }
+  return new WatchReactor(board_, request->service(), &watches_);
 }
 
 }  // namespace hc::control

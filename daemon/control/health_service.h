@@ -7,6 +7,8 @@
 // (the daemon stops), every Watch sends what it has not sent yet, then ends with UNAVAILABLE.
 #pragma once
 
+#include <atomic>
+
 #include <grpcpp/grpcpp.h>
 
 #include "daemon/control/health_board.h"
@@ -16,8 +18,12 @@ namespace hc::control {
 
 class HealthService final : public grpc::health::v1::Health::CallbackService {
  public:
-  // Borrowed: the board outlives the gRPC servers this service is registered with.
-  explicit HealthService(HealthBoard& board) : board_(board) {}
+  // Borrowed: the board outlives the gRPC servers this service is registered with. At most
+  // maxWatches Watch streams are open at once (each holds a subscription and a gRPC call); one
+  // more ends at once with RESOURCE_EXHAUSTED.
+  static constexpr int kDefaultMaxWatches = 256;
+  explicit HealthService(HealthBoard& board, int maxWatches = kDefaultMaxWatches)
+      : board_(board), maxWatches_(maxWatches) {}
 
   // grpc::health::v1::Health::CallbackService. Run on gRPC's callback threads; never block.
   grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* context,
@@ -29,6 +35,8 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
 
  private:
   HealthBoard& board_;
+  const int maxWatches_;
+  std::atomic<int> watches_{0};  // open Watch streams; each decrements it when done
 };
 
 }  // namespace hc::control

@@ -14,8 +14,24 @@
 #include "common/seqpacket.h"
 
 namespace hc::session {
-
 namespace {
+
+// The client names itself: a name that goes to logs, hcctl and the status board with its
+// control characters (a terminal's escape sequences, a forged log line) escaped as \xNN.
+std::string printableName(const char* raw, size_t capacity) {
+  std::string out;
+  for (size_t i = 0; i < capacity && raw[i] != '\0'; ++i) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out;
+}
+
 constexpr uint64_t kMinHeapBytes = 1ull << 20;
 
 uint64_t pageUp(uint64_t v) { return (v + ipc::kHeapAlignment - 1) & ~(ipc::kHeapAlignment - 1); }
@@ -55,7 +71,7 @@ Status Session::handleFrame(std::span<const uint8_t> bytes, std::span<const Uniq
 Status Session::onHello(std::span<const uint8_t> bytes, uint64_t defaultSegment,
                         uint64_t maxSegment, uint32_t ringEntries) {
   auto hello = ipc::frameAs<ipc::HelloFrame>(bytes);
-  name_ = hello.clientName;
+  name_ = printableName(hello.clientName, sizeof(hello.clientName));
   uint64_t want = hello.segmentBytes == 0 ? defaultSegment : hello.segmentBytes;
   if (want > maxSegment) {
     return invalidArgument("requested segment of " + std::to_string(want) +

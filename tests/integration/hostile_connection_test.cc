@@ -104,5 +104,19 @@ TEST(HostileConnectionTest, LargeAllocationDoesNotStallOtherClients) {
   EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
 }
 
+// A client names itself: control characters in the name reach neither the log nor hcctl raw.
+TEST(HostileConnectionTest, ControlCharactersOfAClientNameAreEscaped) {
+  auto daemon = startDaemon({});
+  ASSERT_NE(daemon, nullptr);
+  auto c = RawClient::connect(daemon->socketPath());
+  ASSERT_TRUE(c.isOk());
+  ASSERT_TRUE(c->handshake(16 << 20, "job\x1b[2J\n[error] forged").isOk()) << daemon->logTail();
+  ASSERT_TRUE(daemon->process().waitForOutput("connected: uid", std::chrono::seconds(5)));
+  const std::string log = daemon->log();
+  EXPECT_NE(log.find("job\\x1b[2J\\x0a[error] forged"), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << "a raw escape reached the log";
+  EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
+}
+
 }  // namespace
 }  // namespace hc::integ

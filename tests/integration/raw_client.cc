@@ -62,12 +62,12 @@ bool RawClient::waitClosed(std::chrono::milliseconds timeout) {
   }
 }
 
-Status RawClient::handshake(uint64_t segmentBytes) {
+Status RawClient::handshake(uint64_t segmentBytes, const std::string& name) {
   auto hello = ipc::makeFrame<ipc::HelloFrame>(ipc::FrameType::Hello, nextFrameId_++);
   hello.minor = ipc::kProtocolMinor;
   hello.pid = static_cast<uint32_t>(::getpid());
   hello.segmentBytes = segmentBytes;
-  ipc::copyText(hello.clientName, "hc-integ-raw-client");
+  ipc::copyText(hello.clientName, name);
   HC_RETURN_IF_ERROR(send(ipc::frameBytes(hello)));
   auto m = receive();
   if (!m.isOk()) return m.status();

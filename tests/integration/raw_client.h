@@ -40,7 +40,7 @@ class RawClient {
   bool waitClosed(std::chrono::milliseconds timeout = kRawTimeout);
 
   // Hello -> Welcome; maps the segment. segmentBytes 0 asks for the daemon's default.
-  Status handshake(uint64_t segmentBytes = 16 << 20);
+  Status handshake(uint64_t segmentBytes = 16 << 20, const std::string& name = "hc-integ-raw-client");
   const ipc::WelcomeFrame& welcome() const { return welcome_; }
   uint8_t* segment() const { return view_.base; }
 

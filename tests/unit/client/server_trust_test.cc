@@ -4,6 +4,8 @@
 // process is tests/integration/server_trust_test.cc.
 #include "client/src/server_trust.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -108,6 +110,17 @@ TEST(ServerTrustTest, TheFolderASymlinkLeadsToIsCheckedToo) {
   EXPECT_THAT(s.message(), HasSubstr("its folder " + shared + " is writable by others"));
 
   EXPECT_TRUE(checkSocketFolders(goodSocket, TrustedUsers::ofThisProcess()).isOk());
+}
+
+// The segment a Welcome hands over: sealed against shrinking and as long as announced, or refused.
+TEST(SegmentFdTest, UnsealedOrShortSegmentsAreRefused) {
+  UniqueFd sealed(::memfd_create("seg", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  ASSERT_TRUE(sealed.valid());
+  ASSERT_EQ(::ftruncate(sealed.get(), 1 << 20), 0);
+  EXPECT_THAT(checkSegmentFd(sealed.get(), 1 << 20).message(), HasSubstr("not sealed"));
+  ASSERT_EQ(::fcntl(sealed.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  EXPECT_TRUE(checkSegmentFd(sealed.get(), 1 << 20).isOk());
+  EXPECT_THAT(checkSegmentFd(sealed.get(), 2 << 20).message(), HasSubstr("not the 2097152"));
 }
 
 }  // namespace

@@ -4,7 +4,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <thread>
+#include <vector>
+
 #include "daemon/control/control_server.h"
+#include "daemon/control/health_service.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "hetero_comm/v1/control.grpc.pb.h"
 
@@ -106,6 +110,46 @@ TEST_F(HealthServiceTest, GetNodeReportsTheSnapshotAndBoardRpcsWithoutABoardAreU
   // This server was given no status board: what needs one says so instead of answering empty.
   EXPECT_EQ(control->GetStats(&other, hetero_comm::v1::GetStatsRequest(), &stats).error_code(),
             grpc::StatusCode::UNAVAILABLE);
+}
+
+// At most maxWatches streams at once: one more ends at once with RESOURCE_EXHAUSTED, and a slot
+// freed (a stream cancelled) is a slot for the next.
+TEST(HealthServiceCapTest, WatchStreamsBeyondTheCapAreRefusedAndFreedSlotsReused) {
+  HealthBoard board;
+  board.set("", ServingStatus::Serving);
+  HealthService service(board, 2);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  HealthCheckRequest request;
+  HealthCheckResponse response;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<HealthCheckResponse>>> open;
+  auto watch = [&] {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    contexts.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    open.push_back(stub->Watch(contexts.back().get(), request));
+    return open.back()->Read(&response);
+  };
+  ASSERT_TRUE(watch());
+  ASSERT_TRUE(watch());
+  EXPECT_FALSE(watch()) << "a third stream beyond the cap of 2";
+  EXPECT_EQ(open.back()->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  contexts[0]->TryCancel();
+  (void)open[0]->Finish();
+  bool again = false;
+  for (int i = 0; i < 100 && !again; ++i) {  // the server sees the cancel a moment later
+    again = watch();
+    if (!again) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(again) << "the cancelled stream's slot was not freed";
+  for (auto& c : contexts) c->TryCancel();
+  server->Shutdown();
 }
 
 }  // namespace
