@@ -34,6 +34,9 @@ struct DaemonConfig {
   // max_ranks: the most ranks a local client may declare for a communicator (a join of more is
   // refused at once); peer::kMaxRanks at most.
   uint32_t maxRanks = 65536;
+  // [comm] init_across_uids: ranks of one communicator on this daemon may be processes of
+  // different uids. Off: the first rank's uid forms it, and another uid's join is refused.
+  bool initAcrossUids = false;
   // max_clients_per_uid: connections one uid may hold at once, so that one user cannot take
   // every slot of max_clients.
   uint32_t maxClientsPerUid = 256;

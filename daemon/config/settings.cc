@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 49> kSettings = {{
+const std::array<Setting, 50> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"server", "state_dir", &C::stateDir, "--state-dir",
@@ -33,6 +33,8 @@ const std::array<Setting, 49> kSettings = {{
      "the segments of one uid's clients together (bytes, or \"64GiB\")"},
     {"session", "hello_timeout_ms", &C::helloTimeoutMs, "",
      "a connection that has not sent its Hello by then is closed"},
+    {"comm", "init_across_uids", &C::initAcrossUids, "",
+     "ranks of one communicator here may be processes of different uids"},
     {"session", "max_ranks", &C::maxRanks, "",
      "most ranks a local client may declare for a communicator"},
     {"session", "max_staging_bytes", &C::maxStagingBytes, "",

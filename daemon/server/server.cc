@@ -93,6 +93,7 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   eo.stagingChunkBytes = config.stagingChunkBytes;
   static_assert(config::DaemonConfig::kMaxRanksLimit == peer::kMaxRanks);
   eo.maxRanks = config.maxRanks;
+  eo.initAcrossUids = config.initAcrossUids;
   eo.maxStagingBytes = config.maxStagingBytes;
   eo.board = &s->board_;
   eo.stateDir = config.stateDir;

@@ -140,7 +140,19 @@ void Engine::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
   if (fresh) {
     int timeout = e.timeoutMs > 0 ? e.timeoutMs : options_.initTimeoutMs;
     init.nranks = e.nranks;
+    init.uid = session->peer().uid;
     init.deadline = Clock::now() + std::chrono::milliseconds(timeout);
+  }
+  // A key is a secret of its job only as long as no one else learns it: another user who does
+  // may not take a rank of it (and with it the job's data).
+  if (!options_.initAcrossUids && session->peer().uid != init.uid) {
+    session->complete(e.requestId,
+                      Status{Code::PermissionDenied,
+                             "comm init: the communicator is being formed by uid " +
+                                 std::to_string(init.uid) + "; uid " +
+                                 std::to_string(session->peer().uid) +
+                                 " may not join it (comm.init_across_uids)"});
+    return;
   }
   if (init.nranks != e.nranks) {
     session->complete(e.requestId,

@@ -41,6 +41,7 @@ struct EngineOptions {
   uint32_t maxInFlight = 4096;  // per session: beyond it, submissions wait in the ring
   uint64_t stagingChunkBytes = 4 << 20;  // device<->host staging copies are issued in these
   uint32_t maxRanks = 65536;              // session.max_ranks: a local join of more is refused
+  bool initAcrossUids = false;            // comm.init_across_uids (Engine::join)
   uint64_t maxStagingBytes = 8ull << 30;  // session.max_staging_bytes (StagingPool's live cap)
   // What operators see (null board: no flight records, no dumps). Borrowed; outlives the engine.
   observe::StatusBoard* board = nullptr;
@@ -106,6 +107,7 @@ class Engine {
   };
   struct PendingInit {
     int nranks;
+    uid_t uid;  // the first joiner's: others join only with comm.init_across_uids
     std::chrono::steady_clock::time_point deadline;
     std::map<int, Joiner> joined;
   };

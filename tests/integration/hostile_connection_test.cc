@@ -3,6 +3,9 @@
 // session.max_segment_bytes_per_uid of segments; a large allocation is answered at once, its
 // pre-fault done off the IPC thread, so other clients are not stalled behind it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -115,6 +118,46 @@ TEST(HostileConnectionTest, ControlCharactersOfAClientNameAreEscaped) {
   const std::string log = daemon->log();
   EXPECT_NE(log.find("job\\x1b[2J\\x0a[error] forged"), std::string::npos) << log;
   EXPECT_EQ(log.find('\x1b'), std::string::npos) << "a raw escape reached the log";
+  EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
+}
+
+// A communicator being formed by one uid cannot be joined by another that learned its key: the
+// join is refused with PermissionDenied (comm.init_across_uids is off by default). Needs root: the
+// second client runs as nobody.
+TEST(HostileConnectionTest, AnotherUidCannotJoinACommunicatorBeingFormed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run a client as another uid";
+  constexpr uid_t kNobody = 65534;
+  auto daemon = startDaemon({"access.allow_uids=65534"});
+  ASSERT_NE(daemon, nullptr);
+  // Let nobody reach the socket: its folder and the socket itself (the test's own daemon).
+  for (const std::string& p : {daemon->dir(), daemon->dir() + "/run"}) ::chmod(p.c_str(), 0755);
+  ::chmod(daemon->socketPath().c_str(), 0666);
+  auto owner = RawClient::connect(daemon->socketPath());
+  ASSERT_TRUE(owner.isOk());
+  ASSERT_TRUE(owner->handshake().isOk()) << daemon->logTail();
+  uint8_t key[16];
+  randomKey(key);
+  ASSERT_TRUE(owner->submitCommInit(key, 2, 0).isOk());
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // Exit codes: 0 refused as expected, 2 setup failed, 3 joined or refused otherwise.
+    if (::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0) {
+      ::_exit(2);
+    }
+    auto stranger = RawClient::connect(daemon->socketPath());
+    if (!stranger.isOk() || !stranger->handshake().isOk()) ::_exit(2);
+    auto id = stranger->submitCommInit(key, 2, 1);
+    if (!id.isOk()) ::_exit(2);
+    auto c = stranger->waitCompletion(*id);
+    const bool refused = c.isOk() && c->status == static_cast<int32_t>(Code::PermissionDenied) &&
+                         completionText(*c).find("being formed by uid 0") != std::string::npos;
+    ::_exit(refused ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the stranger could not connect, 3: it was not refused\n"
+                                    << daemon->logTail();
   EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
 }
 
