@@ -17,6 +17,9 @@ Result<std::unique_ptr<PeerServer>> PeerServer::start(const PeerServerOptions& o
   std::unique_ptr<PeerServer> server(new PeerServer());
   JoinRegistryOptions registryOptions;
   registryOptions.defaultTimeout = options.defaultJoinTimeout;
+  // A joiner's own timeout is honoured up to this daemon's comm.init_timeout_ms, not beyond: a
+  // pending communicator holds nranks-sized state at the root for as long as it may wait.
+  registryOptions.maxTimeout = options.defaultJoinTimeout;
   server->registry_ = std::make_unique<JoinRegistry>(registryOptions);
   server->nonces_ = std::make_unique<NonceBook>(options.nonceTtl, options.maxOutstandingNonces);
   server->service_ =

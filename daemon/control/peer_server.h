@@ -32,7 +32,7 @@ struct PeerServerOptions {
   std::string bindAddress = "127.0.0.1:0";
   // The cluster token file: mode 0600 (cluster_token.h).
   std::string tokenPath;
-  // Used by joins that bring no timeout of their own.
+  // Used by joins that bring no timeout of their own, and the most any join may wait.
   std::chrono::milliseconds defaultJoinTimeout{120'000};
   std::chrono::milliseconds nonceTtl{10'000};
   size_t maxOutstandingNonces = 65'536;

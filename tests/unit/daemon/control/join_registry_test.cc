@@ -275,5 +275,22 @@ TEST_F(JoinRegistryTest, DeadlineCountsNodesNotJoins) {
   }
 }
 
+// A joiner's timeout is honoured up to the root's maxTimeout (the daemon's comm.init_timeout_ms):
+// a join asking for an hour at a root that allows 100 ms fails at 100 ms.
+TEST(JoinRegistryCapTest, AJoinersTimeoutIsCappedByTheRoot) {
+  JoinRegistryOptions options;
+  options.maxTimeout = 100ms;
+  JoinRegistry registry(options);
+  Outcomes outcomes;
+  peer::JoinRequest request = makeJoin(keyOf(49), 2, {0}, "a");
+  request.timeout = std::chrono::hours(1);
+  const size_t index = outcomes.open();
+  const auto start = std::chrono::steady_clock::now();
+  registry.add(registry.newTicket(), std::move(request), outcomes.slot(index));
+  ASSERT_TRUE(outcomes.waitSettled(index, 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(outcomes.result(index).status().code(), Code::Timeout);
+}
+
 }  // namespace
 }  // namespace hc::control::testing
