@@ -1,5 +1,8 @@
 #include "daemon/session/device_regions.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -53,6 +56,23 @@ Result<device::Device*> namedDevice(const ipc::MemRegisterFrame& request, device
   return dev;
 }
 
+// What a client passes as a device allocation's handle goes to the driver: a memfd (sim), the
+// driver's own file (CUDA VMM) or a dma-buf (ROCm), whose inodes are regular, character-device
+// or anonymous (no file type bits). A pipe, socket, directory or block device is none of those,
+// and a driver that read from a pipe nobody writes to would block the IPC thread for good.
+Status checkHandleFd(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return systemError("fstat of a device allocation's handle", errno);
+  const mode_t type = st.st_mode & S_IFMT;
+  if (type == 0 || type == S_IFREG || type == S_IFCHR) return okStatus();
+  const char* what = type == S_IFIFO   ? "a pipe"
+                     : type == S_IFSOCK ? "a socket"
+                     : type == S_IFDIR  ? "a directory"
+                     : type == S_IFBLK  ? "a block device"
+                                        : "not a device allocation";
+  return invalidArgument(std::string("the descriptor of a device allocation's handle is ") + what);
+}
+
 }  // namespace
 
 DeviceRegion::DeviceRegion(device::Device* device, device::ImportedBuffer buffer, uint32_t id,
@@ -101,6 +121,7 @@ Result<uint32_t> DeviceRegions::add(const ipc::MemRegisterFrame& request, int fd
                                ? "an fd handle came without a descriptor"
                                : "a legacy IPC handle came with a descriptor");
   }
+  if (fd >= 0) HC_RETURN_IF_ERROR(checkHandleFd(fd));
   device::BufferHandle handle;
   handle.type = *type;
   handle.size = request.bytes;

@@ -137,6 +137,28 @@ TEST_F(DeviceRegionsTest, RegistersASealedMemfdAndRefusesBadFrames) {
   EXPECT_FALSE(error.empty());
 }
 
+// A handle descriptor that no driver exports (a pipe, a socket) is refused before any device sees
+// it: a driver reading a pipe nobody writes to would block the IPC thread.
+TEST_F(DeviceRegionsTest, HandleDescriptorsThatNoDriverExportsAreRefused) {
+  int pipeFds[2];
+  ASSERT_EQ(::pipe(pipeFds), 0);
+  UniqueFd readEnd(pipeFds[0]), writeEnd(pipeFds[1]);
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  UniqueFd s0(pair[0]), s1(pair[1]);
+  for (const auto& [fd, words] : {std::pair{readEnd.get(), "a pipe"}, {s0.get(), "a socket"}}) {
+    std::vector<UniqueFd> fds;
+    fds.emplace_back(::dup(fd));
+    ASSERT_TRUE(session_->handleFrame(ipc::frameBytes(frame()), fds, 0, 0, 0).isOk());
+    auto reply = receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true);
+    ASSERT_TRUE(reply.isOk());
+    auto header = ipc::frameAs<ipc::FrameHeader>(reply->bytes);
+    ASSERT_EQ(header.type, static_cast<uint16_t>(ipc::FrameType::Error)) << words;
+    const std::string text = ipc::frameAs<ipc::ErrorFrame>(reply->bytes).message;
+    EXPECT_NE(text.find(words), std::string::npos) << text;
+  }
+}
+
 // Sim devices carry synthetic PCI addresses: domain ff00 + vendor (nvidia 1, amd 2), bus = index.
 constexpr uint32_t kSimNvidia0 = 0xff010000;  // ff01:00:00.0
 constexpr uint32_t kSimNvidia1 = 0xff010100;  // ff01:01:00.0
