@@ -150,8 +150,9 @@ void Connection::abandonInChild() {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
-  // The daemon's attach names the parent's pid: an address from this process must never reach
-  // it. memoryPath_ stays as it was, since hc_get_memory_path may have handed out its characters.
+  // The daemon's attach reaches the parent's address space: an address from this process must
+  // never reach it. memoryPath_ stays as it was, since hc_get_memory_path may have handed out
+  // its characters.
   crossMemoryAttach_ = false;
   deadStatus_ = unavailable("this connection belongs to the parent process (pid " +
                             std::to_string(pid_) + "); create new communicators after fork");

@@ -2,8 +2,8 @@
 // rings, the table of submitted requests, the staging pool, and how host memory outside the
 // segment reaches the daemon. Every thread shares it; forked children get a new one (the segment
 // is MADV_DONTFORK, the child closes the inherited descriptors, and the new connection probes
-// cross-memory attach again for the child's own pid). Connections are never freed: communicators
-// and requests point at them.
+// cross-memory attach again with the child's own /proc/self/mem). Connections are never freed:
+// communicators and requests point at them.
 // Depends on hc_common only: no daemon code, no gRPC.
 #pragma once
 

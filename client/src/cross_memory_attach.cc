@@ -1,8 +1,11 @@
 // The client's side of cross-memory attach (protocol.h, CmaProbeFrame): opted into with
-// HC_CROSS_MEMORY_ATTACH=1, probed once per connection, before the connection is shared. When
-// the probe passes, host memory outside the segment goes to the daemon by address and the daemon
-// stages it itself; otherwise the client keeps copying it through its segment, and the reason is
-// kept for hc_get_memory_path. Nothing is printed: the daemon logs the outcome of every probe.
+// HC_CROSS_MEMORY_ATTACH=1, probed once per connection, before the connection is shared. The
+// probe hands the daemon this process's /proc/self/mem, so the daemon reaches this address space
+// only, with the rights this process has over itself, and nothing after an exec. When the probe
+// passes, host memory outside the segment goes to the daemon by address and the daemon stages it
+// itself; otherwise the client keeps copying it through its segment, and the reason is kept for
+// hc_get_memory_path. Nothing is printed: the daemon logs the outcome of every probe.
+#include <fcntl.h>
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -37,7 +40,7 @@ std::string stagedBecause(std::string_view why) {
 }
 
 // One private, anonymous page holding the probe's pattern. Private and outside the segment on
-// purpose: the daemon maps the segment, so only the kernel's cross-memory path can reach this
+// purpose: the daemon maps the segment, so only the descriptor the probe carries can reach this
 // page, and a pass proves that path for this process in both directions.
 class ProbePage {
  public:
@@ -89,6 +92,13 @@ Connection::ProbeOutcome Connection::probeCrossMemoryAttach() {
     memoryPath_ = stagedBecause(std::string("not requested: set ") + kEnvName + "=1");
     return ProbeOutcome::Decided;
   }
+  if (daemonMinor_ < ipc::kCmaProbeFdMinor) {
+    // Such a daemon would read this process by pid, which an exec here would redirect: not asked.
+    memoryPath_ = stagedBecause("unavailable: this hetero-commd speaks protocol 1." +
+                                std::to_string(daemonMinor_) + ", and the attach needs 1." +
+                                std::to_string(ipc::kCmaProbeFdMinor) + ": update the daemon");
+    return ProbeOutcome::Decided;
+  }
   ProbePage page;
   const uint32_t id = nextFrameId_++;
   auto probe = ipc::makeFrame<ipc::CmaProbeFrame>(ipc::FrameType::CmaProbe, id);
@@ -96,7 +106,18 @@ Connection::ProbeOutcome Connection::probeCrossMemoryAttach() {
     memoryPath_ = stagedBecause("not probed: " + s.message());
     return ProbeOutcome::Decided;
   }
-  auto reply = request(ipc::frameBytes(probe), id);
+  // Opened here, as this process: the kernel lets a process open its own mem file without ptrace
+  // rights (a process that is not dumpable cannot unless it runs as root: the file is root's).
+  // Close-on-exec, and the daemon's copy reaches this address space only, never a new image.
+  const int memFd = ::open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  if (memFd < 0) {
+    memoryPath_ = stagedBecause(std::string("not probed: cannot open /proc/self/mem: ") +
+                                std::strerror(errno));
+    return ProbeOutcome::Decided;
+  }
+  const int fds[1] = {memFd};
+  auto reply = request(ipc::frameBytes(probe), id, fds);
+  ::close(memFd);
   if (!reply.isOk() || ipc::frameAs<ipc::FrameHeader>(*reply).type !=
                            static_cast<uint16_t>(ipc::FrameType::CmaProbeReply)) {
     // The daemon answers requests it does not know with Error and closes the connection.
@@ -106,7 +127,7 @@ Connection::ProbeOutcome Connection::probeCrossMemoryAttach() {
   }
   auto answer = ipc::frameAs<ipc::CmaProbeReplyFrame>(*reply);
   if (answer.status != static_cast<int32_t>(Code::Ok)) {
-    // The daemon's words: disabled by its configuration, or refused by the kernel and why.
+    // The daemon's words: disabled by its configuration, or why it refused the descriptor.
     memoryPath_ = stagedBecause(std::string("unavailable: ") + answer.message);
     return ProbeOutcome::Decided;
   }

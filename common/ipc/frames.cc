@@ -42,7 +42,13 @@ size_t frameSize(FrameType type) {
   return 0;
 }
 
-size_t frameFdCount(FrameType type) { return type == FrameType::Welcome ? 2 : 0; }
+size_t frameFdCount(FrameType type) {
+  switch (type) {
+    case FrameType::Welcome: return 2;   // the segment memfd, the daemon's eventfd
+    case FrameType::CmaProbe: return 1;  // the client's /proc/self/mem (protocol 1.4)
+    default: return 0;
+  }
+}
 
 Result<FrameType> validateFrame(std::span<const uint8_t> bytes, size_t fdCount) {
   if (bytes.size() < sizeof(FrameHeader)) {

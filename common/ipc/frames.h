@@ -37,7 +37,8 @@ void copyText(char (&field)[N], std::string_view s) {
 
 // The byte size a frame of this type must have; 0 for an unknown type.
 size_t frameSize(FrameType type);
-// How many descriptors a frame of this type carries (Welcome: 2, others: 0).
+// How many descriptors a frame of this type carries (Welcome: 2, CmaProbe: 1, MemRegister: see
+// validateFrame, others: 0).
 size_t frameFdCount(FrameType type);
 
 // Checks one received frame: its magic, major version, known type, exact length, NUL-terminated

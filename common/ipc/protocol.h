@@ -22,8 +22,11 @@ namespace hc::ipc {
 constexpr uint32_t kFrameMagic = 0x50494348;  // "HCIP" little-endian
 constexpr uint16_t kProtocolMajor = 1;        // a different major is refused at Hello
 // 1: p2p, groups, all-to-all, gather/scatter, split, CmaProbe. 2: PeerInfo, CommRoot (multi-node).
-// 3: device memory (MemRegister, MemKind::Device, done flags).
-constexpr uint16_t kProtocolMinor = 3;
+// 3: device memory (MemRegister, MemKind::Device, done flags). 4: CmaProbe carries the client's
+// /proc/self/mem (one fd), and a probe without it is refused (see CmaProbeFrame).
+constexpr uint16_t kProtocolMinor = 4;
+// The first minor whose CmaProbe carries the fd: a client asks an older daemon for nothing.
+constexpr uint16_t kCmaProbeFdMinor = 4;
 constexpr size_t kMaxFrameBytes = 1024;       // larger frames are rejected, never truncated
 constexpr size_t kMessageBytes = 200;         // error text carried in Error frames
 constexpr size_t kCompletionText = 100;       // error text carried in completion entries
@@ -37,7 +40,7 @@ enum class FrameType : uint16_t {
   MemFree = 6,        // client -> daemon
   MemFreeReply = 7,   // daemon -> client
   CommAbort = 8,      // client -> daemon: abort one communicator handle, no reply
-  CmaProbe = 9,       // client -> daemon: ask to use cross-memory attach (see CmaProbeFrame)
+  CmaProbe = 9,       // client -> daemon: ask to use cross-memory attach, + fd [/proc/self/mem]
   CmaProbeReply = 10, // daemon -> client
   PeerInfo = 11,      // client -> daemon: this daemon's Peer address, for hc_get_unique_id
   PeerInfoReply = 12, // daemon -> client
@@ -112,13 +115,23 @@ struct CommAbortFrame {
   uint64_t commHandle;
 };
 
-// Cross-memory attach: the client's own memory read and written by the daemon with
-// process_vm_readv/writev, instead of the client copying it through its segment. The client puts
-// `pattern` at `address` in its memory; the daemon reads it back through the kernel (proving it
-// has ptrace rights over this very process, which it holds by pidfd) and writes the bitwise
-// complement, which the client checks after the reply. Ok enables MemKind::ProcessMemory for the
-// rest of the connection; otherwise the reply says why (disabled by configuration, Yama scope,
-// missing capability) and the client keeps copying through the segment.
+// Cross-memory attach: the client's own memory read and written by the daemon, instead of the
+// client copying it through its segment. The frame carries one descriptor: the client's
+// /proc/self/mem, opened O_RDWR by the client itself, so the kernel checked the access as the
+// client and the daemon needs no ptrace rights. The daemon reads and writes with pread/pwrite
+// on it, never by pid: the file reaches the address space it was opened on and nothing else, so
+// after the client exits or calls exec (a setuid program, say, while a child keeps the socket)
+// every access fails instead of reaching the new image. The client puts `pattern` (random) at
+// `address` in its memory; the daemon checks that the descriptor is a mem file of /proc, reads
+// the pattern back through it and writes the bitwise complement, which the client checks after
+// the reply. Ok enables MemKind::ProcessMemory for the rest of the connection; otherwise the
+// reply says why (disabled by configuration, not a mem file, pattern differs) and the client
+// keeps copying through the segment.
+//
+// Before minor 4 the probe carried no descriptor and the daemon used process_vm_readv/writev on
+// the client's pid. A daemon of minor 4 refuses a probe without exactly one descriptor (Error,
+// then it closes the connection: an older client then connects again without the probe), and a
+// client of minor 4 does not probe a daemon that announced an older minor.
 constexpr size_t kCmaPatternBytes = 64;
 struct CmaProbeFrame {
   FrameHeader header;

@@ -50,9 +50,9 @@ struct DaemonConfig {
   // clients' own memory or on devices; an operation that would go beyond it fails with
   // NoResource instead of growing the daemon.
   uint64_t maxStagingBytes = 8ull << 30;
-  // cross_memory_attach: clients may have their own (non-segment) memory read and written with
-  // process_vm_readv/writev instead of copying it into the segment. Off by default: it needs
-  // ptrace rights over the client, which a hardened service may not have.
+  // cross_memory_attach: clients may have their own (non-segment) memory read and written by the
+  // daemon instead of copying it into the segment, through the /proc/self/mem each one hands
+  // over (no ptrace rights needed). Off by default: an opt-in on both sides.
   bool crossMemoryAttach = false;
   // [access]
   std::vector<uint32_t> allowUids;  // allow_uids: extra uids (the daemon's uid and root always are)

@@ -1,6 +1,10 @@
-// ProcessMemory: a client's own memory, read and written by the daemon through the kernel
-// (process_vm_readv / process_vm_writev), the opt-in cross-memory-attach path. Bound to the
-// client process by a pidfd, so a recycled pid can never redirect an access to another process.
+// ProcessMemory: a client's own memory, read and written by the daemon with pread/pwrite on the
+// client's /proc/self/mem, the opt-in cross-memory-attach path. The client opens that file itself
+// and passes it with its CmaProbe (protocol.h), so the kernel checked access when the client
+// opened it, as the client, and the daemon needs no ptrace rights. The file is bound to the
+// address space it was opened on, not to a pid: once the client exits or calls exec, that address
+// space is gone and every access fails, so neither a recycled pid nor a program the client
+// execs (a setuid one included) can be reached through it.
 // Runs on the IPC thread; the object is immutable after attach(), so pool threads may use it too.
 #pragma once
 
@@ -17,26 +21,30 @@ namespace hc::session {
 
 class ProcessMemory {
  public:
-  // Proves that the daemon may access pid's memory: reads `pattern` back from `address` and
-  // writes its bitwise complement there (the client checks it). PermissionDenied, with the
-  // reason (Yama ptrace scope, missing capability), when the kernel refuses.
-  static Result<std::unique_ptr<ProcessMemory>> attach(pid_t pid, uint64_t address,
+  // Takes memFd, which the client said is its /proc/self/mem, and proves it: the descriptor must
+  // be a process's mem file of /proc, open for reading and writing; `pattern` must read back
+  // from `address` through it, and its bitwise complement is written there (the client checks
+  // that). InvalidArgument when the descriptor is something else or the pattern differs; pid
+  // only names the client in messages.
+  static Result<std::unique_ptr<ProcessMemory>> attach(UniqueFd memFd, pid_t pid, uint64_t address,
                                                        std::span<const uint8_t> pattern);
 
   // Copies bytes between the client's address space and daemon memory. InvalidArgument when the
-  // client range is not mapped; Unavailable when the process has exited.
+  // client range is not mapped; Unavailable when the address space is gone (the client exited or
+  // called exec). Like the client's own accesses through the file (and unlike process_vm_readv),
+  // these reach mapped pages without read or write permission (PROT_NONE guard pages, read-only
+  // private mappings, written copy-on-write): nothing the client could not do to itself.
   [[nodiscard]] Status read(uint64_t address, void* to, size_t bytes) const;
   [[nodiscard]] Status write(uint64_t address, const void* from, size_t bytes) const;
 
   pid_t pid() const { return pid_; }
 
  private:
-  ProcessMemory(pid_t pid, UniqueFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {}
-  Status alive() const;
+  ProcessMemory(UniqueFd memFd, pid_t pid) : memFd_(std::move(memFd)), pid_(pid) {}
   Status transfer(bool toClient, uint64_t address, void* local, size_t bytes) const;
 
+  UniqueFd memFd_;
   pid_t pid_;
-  UniqueFd pidfd_;
 };
 
 }  // namespace hc::session

@@ -1,5 +1,6 @@
 #include "daemon/session/session.h"
 
+#include <fcntl.h>
 #include <sys/eventfd.h>
 
 #include <unistd.h>
@@ -57,7 +58,7 @@ Status Session::handleFrame(std::span<const uint8_t> bytes, std::span<const Uniq
       return onHello(bytes, defaultSegment, maxSegment, ringEntries);
     case ipc::FrameType::MemAlloc: return onMemAlloc(bytes);
     case ipc::FrameType::MemFree: return onMemFree(bytes);
-    case ipc::FrameType::CmaProbe: return onCmaProbe(bytes);
+    case ipc::FrameType::CmaProbe: return onCmaProbe(bytes, fds);
     case ipc::FrameType::PeerInfo: return onPeerInfo(bytes);
     case ipc::FrameType::CommRoot: return onCommRoot(bytes);
     case ipc::FrameType::MemRegister: return onMemRegister(bytes, fds);
@@ -133,14 +134,20 @@ Status Session::onMemFree(std::span<const uint8_t> bytes) {
       ipc::makeFrame<ipc::MemFreeReplyFrame>(ipc::FrameType::MemFreeReply, req.header.requestId)));
 }
 
-Status Session::onCmaProbe(std::span<const uint8_t> bytes) {
+Status Session::onCmaProbe(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds) {
   auto req = ipc::frameAs<ipc::CmaProbeFrame>(bytes);
   Status outcome = okStatus();
   if (!cmaAllowed_) {
     outcome = unavailable("cross-memory attach is off in the daemon's configuration "
                           "(session.cross_memory_attach)");
   } else {
-    auto pm = ProcessMemory::attach(peer_.pid, req.address, req.pattern);
+    // validateFrame let the probe in with exactly one descriptor, which the client says is its
+    // /proc/self/mem; attach() checks that. The caller closes the received one.
+    UniqueFd memFd(::fcntl(fds[0].get(), F_DUPFD_CLOEXEC, 0));
+    auto pm = memFd.valid()
+                  ? ProcessMemory::attach(std::move(memFd), peer_.pid, req.address, req.pattern)
+                  : Result<std::unique_ptr<ProcessMemory>>(
+                        systemError("dup of the probe's descriptor", errno));
     if (pm.isOk()) {
       processMemory_ = std::move(pm.value());
     } else {

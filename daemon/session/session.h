@@ -117,7 +117,7 @@ class Session {
                  uint32_t ringEntries);
   Status onMemAlloc(std::span<const uint8_t> bytes);
   Status onMemFree(std::span<const uint8_t> bytes);
-  Status onCmaProbe(std::span<const uint8_t> bytes);
+  Status onCmaProbe(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds);
   Status onPeerInfo(std::span<const uint8_t> bytes);
   Status onCommRoot(std::span<const uint8_t> bytes);
   Status onMemRegister(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds);

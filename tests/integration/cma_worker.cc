@@ -4,16 +4,17 @@
 //
 //   hc_cma_worker --rank R --nranks N --id <256 hex digits> [--drop-dumpable] [--fork-check]
 //   hc_cma_worker --path-only
-//   hc_cma_worker --exec-without-ptrace-capability PROGRAM [ARGS...]
+//   hc_cma_worker --exec-without-capabilities PROGRAM [ARGS...]
 //
 // Prints "memory-path: <hc_get_memory_path>", "WRONG ..." for the first wrong elements, "ERROR
 // ..." for a failed call and "#wrong <n>" at the end; exits 0 only when everything was right.
-// --drop-dumpable: prctl(PR_SET_DUMPABLE, 0) before connecting, so that ptrace access, which
-//   cross-memory attach needs, takes CAP_SYS_PTRACE in the daemon.
+// --drop-dumpable: prctl(PR_SET_DUMPABLE, 0) before connecting, so that no other process may
+//   ptrace this one without CAP_SYS_PTRACE: cross-memory attach must work all the same, since
+//   the process hands the daemon its own /proc/self/mem.
 // --fork-check: rank 0 forks a child, which must get a connection and a probe of its own (see
 //   forkCheck); every rank then joins one last allreduce on the parent's communicator.
 // --path-only connects, prints the memory path and exits. The last form starts the daemon of the
-// kernel-refusal test without CAP_SYS_PTRACE.
+// no-capability test with none at all, as the shipped systemd unit runs it.
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -263,22 +264,16 @@ void checkUntrackedAllreduce(Checker& check, const Job& job, size_t count) {
   }
 }
 
-// Removes CAP_SYS_PTRACE from every set an exec could take it from (as root, exec grants the
-// bounding set), then runs the program. The test reads the result from /proc and skips when
-// the capability survived.
-int execWithoutPtraceCapability(char** argv) {
-  (void)::prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0);
-  (void)::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_SYS_PTRACE, 0, 0);
+// Removes every capability from every set an exec could take one from (as root, exec grants the
+// bounding set), then runs the program, as CapabilityBoundingSet= empty does in the systemd
+// unit. The test reads the result from /proc and skips when a capability survived.
+int execWithoutCapabilities(char** argv) {
+  // Past CAP_LAST_CAP too: the kernel may know capabilities these headers do not.
+  for (int cap = 0; cap < 64; ++cap) (void)::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+  (void)::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (::syscall(SYS_capget, &header, data) == 0) {
-    const uint32_t bit = 1u << (CAP_SYS_PTRACE % 32);
-    auto& word = data[CAP_SYS_PTRACE / 32];
-    word.inheritable &= ~bit;
-    word.permitted &= ~bit;
-    word.effective &= ~bit;
-    (void)::syscall(SYS_capset, &header, data);
-  }
+  (void)::syscall(SYS_capset, &header, data);
   ::execv(argv[0], argv);
   std::perror("execv");
   return 127;
@@ -319,7 +314,7 @@ bool parseArgs(int argc, char** argv, Options* o) {
 }
 
 // Runs in the forked child of rank 0. The child shares the parent's addresses but not its
-// memory (copy on write), and the daemon's attach of the parent names the parent's pid. So the
+// memory (copy on write), and the daemon's attach reaches the parent's address space. So the
 // child changes its copy of `send`, and its operations must read that copy and write its own
 // `recv`: through a connection and probe of its own, never the parent's.
 int childAfterFork(hc_comm_t parentComm, HeapArray<float>& send, HeapArray<float>& recv) {
@@ -416,15 +411,15 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   // The test reads stdout from a file while the worker runs: flush every line.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  if (argc >= 3 && std::string_view(argv[1]) == "--exec-without-ptrace-capability") {
-    return hc::integ::execWithoutPtraceCapability(argv + 2);
+  if (argc >= 3 && std::string_view(argv[1]) == "--exec-without-capabilities") {
+    return hc::integ::execWithoutCapabilities(argv + 2);
   }
   hc::integ::Options o;
   if (!hc::integ::parseArgs(argc, argv, &o)) {
     std::fprintf(stderr,
                  "usage: hc_cma_worker --rank R --nranks N --id HEX [--drop-dumpable] "
                  "[--fork-check]\n       hc_cma_worker --path-only\n       hc_cma_worker "
-                 "--exec-without-ptrace-capability PROGRAM [ARGS...]\n");
+                 "--exec-without-capabilities PROGRAM [ARGS...]\n");
     return hc::integ::kExitUsage;
   }
   // A rank whose peer died would wait forever; the test would report it, but later.

@@ -92,6 +92,25 @@ Status RawClient::handshake(uint64_t segmentBytes, const std::string& name) {
   return okStatus();
 }
 
+Result<ipc::CmaProbeReplyFrame> RawClient::cmaProbe(
+    uint64_t address, const uint8_t (&pattern)[ipc::kCmaPatternBytes], std::span<const int> fds) {
+  const uint32_t id = nextFrameId_++;
+  auto frame = ipc::makeFrame<ipc::CmaProbeFrame>(ipc::FrameType::CmaProbe, id);
+  frame.address = address;
+  std::memcpy(frame.pattern, pattern, sizeof(frame.pattern));
+  HC_RETURN_IF_ERROR(send(ipc::frameBytes(frame), fds));
+  auto m = receive();
+  if (!m.isOk()) return m.status();
+  auto type = ipc::validateFrame(m->bytes, m->fds.size());
+  if (!type.isOk()) return type.status();
+  if (*type == ipc::FrameType::Error) {
+    const auto e = ipc::frameAs<ipc::ErrorFrame>(m->bytes);
+    return Status{static_cast<Code>(e.status), e.message};
+  }
+  if (*type != ipc::FrameType::CmaProbeReply) return internalError("expected CmaProbeReply");
+  return ipc::frameAs<ipc::CmaProbeReplyFrame>(m->bytes);
+}
+
 Result<ipc::MemAllocReplyFrame> RawClient::memAlloc(uint64_t bytes) {
   uint32_t id = nextFrameId_++;
   auto frame = ipc::makeFrame<ipc::MemAllocFrame>(ipc::FrameType::MemAlloc, id);

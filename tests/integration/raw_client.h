@@ -44,6 +44,12 @@ class RawClient {
   const ipc::WelcomeFrame& welcome() const { return welcome_; }
   uint8_t* segment() const { return view_.base; }
 
+  // CmaProbe -> CmaProbeReply, with the descriptors given (a client sends its /proc/self/mem).
+  // The reply's status is the probe's outcome; an Error frame comes back as its status.
+  Result<ipc::CmaProbeReplyFrame> cmaProbe(uint64_t address,
+                                           const uint8_t (&pattern)[ipc::kCmaPatternBytes],
+                                           std::span<const int> fds);
+
   // MemAlloc -> MemAllocReply: the allocation's offset and rounded size.
   Result<ipc::MemAllocReplyFrame> memAlloc(uint64_t bytes);
 

@@ -22,15 +22,16 @@
  * buffer that straddles the edge of hc_mem_alloc memory is rejected with HC_INVALID_ARGUMENT.
  *
  * Cross-memory attach (opt-in): with HC_CROSS_MEMORY_ATTACH=1 in the environment, the library
- * asks the daemon, when it connects, to read and write this process's memory itself
- * (process_vm_readv/writev). That takes the daemon's session.cross_memory_attach setting and
- * ptrace rights over the process (typically CAP_SYS_PTRACE, or the same uid with Yama
- * ptrace_scope 0), and the library checks it with a probe. When it passes, other host memory
- * goes to the daemon by address and the library copies nothing: as with hc_mem_alloc memory,
- * the daemon reads send data when the operation runs and has written the results when the
- * request reports done, so buffers must stay mapped and untouched until then (for operations
- * issued with req == NULL, until hc_comm_finalize returns). Otherwise the library stages as
- * above, without printing anything; hc_get_memory_path says which path is in use and why.
+ * asks the daemon, when it connects, to read and write this process's memory itself, through
+ * this process's /proc/self/mem, which the library opens and hands over. That takes the daemon's
+ * session.cross_memory_attach setting and no ptrace rights; the descriptor reaches this process's
+ * address space only, and nothing once the process calls exec. The library checks the path with
+ * a probe. When it passes, other host memory goes to the daemon by address and the library
+ * copies nothing: as with hc_mem_alloc memory, the daemon reads send data when the operation
+ * runs and has written the results when the request reports done, so buffers must stay mapped
+ * and untouched until then (for operations issued with req == NULL, until hc_comm_finalize
+ * returns). Otherwise the library stages as above, without printing anything;
+ * hc_get_memory_path says which path is in use and why.
  *
  * Groups: between hc_group_start and hc_group_end (nesting like NCCL's, per thread) operations
  * are recorded and their requests returned at once; the outermost hc_group_end submits them,

@@ -228,6 +228,20 @@ TEST(FrameTest, WelcomeNeedsBothDescriptors) {
   EXPECT_TRUE(validateFrame(b, 2).isOk());
 }
 
+// The probe hands the daemon the client's /proc/self/mem (protocol 1.4): without it, or with
+// more, the frame is refused, so the daemon never falls back to reaching a client by its pid.
+TEST(FrameTest, CmaProbeNeedsExactlyOneDescriptor) {
+  Bytes b = toBytes(makeFrame<CmaProbeFrame>(FrameType::CmaProbe, 1));
+  EXPECT_EQ(frameFdCount(FrameType::CmaProbe), 1u);
+  expectRejected(b, 0, "expected 1");
+  expectRejected(b, 2, "expected 1");
+  EXPECT_TRUE(validateFrame(b, 1).isOk());
+  // Its reply carries none.
+  EXPECT_EQ(frameFdCount(FrameType::CmaProbeReply), 0u);
+  expectRejected(toBytes(makeFrame<CmaProbeReplyFrame>(FrameType::CmaProbeReply, 1)), 1,
+                 "expected 0");
+}
+
 // Old clients send zeros where flags and pciAddress are (reserved fields before): still valid.
 // A flag this side does not know is refused, as it could change what the frame means.
 TEST(FrameTest, MemRegisterTakesKnownFlagsOnly) {
