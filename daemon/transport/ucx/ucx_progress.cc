@@ -1,8 +1,12 @@
-// UcxTransportImpl: progress(), the control-message inbox, and the wakeup fd.
+// UcxTransportImpl: progress(), the control-message inbox, hellos, what strangers send (the
+// bounds are explained in ucx_wire.h, "Strangers"), and the wakeup fd.
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 #include "daemon/transport/ucx/ucx_status.h"
@@ -17,7 +21,24 @@ namespace {
 constexpr int kMaxRounds = 4;
 constexpr int kMaxSpins = 16;
 
+// Zero-byte receives that drop a message still want a buffer address.
+uint8_t dropSink;
+
+// How often progress() looks for data messages under stamps never handed out. Between two looks
+// UCX holds at most what arrives meanwhile.
+constexpr auto kStraySweepInterval = std::chrono::milliseconds(1);
+
 }  // namespace
+
+template <typename Describe>
+void UcxTransportImpl::refuse(RefusalCounter& counter, Describe&& describe) {
+  if (!counter.count(std::chrono::steady_clock::now())) return;
+  if (counter.unlogged() == 0) {
+    spdlog::warn("ucx: {}", describe());
+  } else {
+    spdlog::warn("ucx: {} ({} more like it since the last report)", describe(), counter.unlogged());
+  }
+}
 
 size_t UcxTransportImpl::progress() {
   // Drain our own wakeup first: whatever finishes after this read signals again.
@@ -25,6 +46,10 @@ size_t UcxTransportImpl::progress() {
   (void)!::read(wakeFd_.get(), &counter, sizeof(counter));
   wakePending_ = false;
   inProgress_ = true;
+  if (const auto now = std::chrono::steady_clock::now(); now >= nextStraySweep_) {
+    dropStrayData();  // before the rounds, so that they progress what it posts
+    nextStraySweep_ = now + kStraySweepInterval;
+  }
   ucp_worker_h worker = worker_->get();
   bool armed = false;
   for (int round = 0; round < kMaxRounds; ++round) {
@@ -82,10 +107,16 @@ void UcxTransportImpl::pumpControl() {
   ucp_tag_recv_info_t info;
   // Take every control message UCX holds, oldest first (a masked probe searches in arrival order).
   while (ucp_tag_message_h message = ucp_tag_probe_nb(worker, kControlBit, kControlBit, 1, &info)) {
+    if (!admitControl(info.sender_tag, info.length)) {
+      // Received into nothing: UCX ends it as truncated and releases its sender, and nothing was
+      // allocated for the length it announced.
+      keepInternal(ucp_tag_msg_recv_nbx(worker, &dropSink, 0, message, &param), {});
+      continue;
+    }
     InboxEntry& entry = inbox_.emplace_back();
     entry.ucxTag = info.sender_tag;
     entry.arrived = std::chrono::steady_clock::now();
-    entry.bytes.resize(info.length);
+    entry.bytes.resize(info.length);  // admitted: at most a header plus inlineBytes
     ucs_status_ptr_t result =
         ucp_tag_msg_recv_nbx(worker, entry.bytes.data(), info.length, message, &param);
     if (UCS_PTR_IS_ERR(result)) {
@@ -93,23 +124,94 @@ void UcxTransportImpl::pumpControl() {
     } else {
       entry.ucx = result;  // null when it completed at once
     }
-  }
-  // Handle them in arrival order: that keeps one sender's messages in its send order.
-  while (!inbox_.empty()) {
-    InboxEntry& front = inbox_.front();
-    if (front.ucx != nullptr) {
-      const ucs_status_t status = ucp_request_check_status(front.ucx);
-      if (status == UCS_INPROGRESS) break;
-      ucp_request_free(front.ucx);
-      front.ucx = nullptr;
-      front.status = status;
+    if (entry.ucx == nullptr || stampOf(entry.ucxTag) != 0) continue;
+    // A hello still arriving. A daemon sends its 16 bytes in one eager fragment, done on arrival;
+    // only a sender that forces a rendezvous (and may never serve it) makes one wait. Keep a few,
+    // and leave the rest to UCX unread: their buffers go when UCX lets go of them.
+    if (hellosInFlight_ < kMaxHellosInFlight) {
+      ++hellosInFlight_;
+      continue;
     }
-    InboxEntry entry = std::move(front);
-    inbox_.pop_front();
-    if (entry.status == UCS_OK) {
-      handleControl(entry.ucxTag, std::move(entry.bytes), entry.arrived);
+    refuse(refusals_.slowHellos, [&] {
+      return fmt::format(
+          "dropped a hello still incomplete on arrival (tag {:#x}): {} are being received already",
+          info.sender_tag, hellosInFlight_);
+    });
+    keepInternal(entry.ucx, std::move(entry.bytes));
+    inbox_.pop_back();
+  }
+  handleInbox();
+}
+
+bool UcxTransportImpl::admitControl(uint64_t ucxTag, size_t length) {
+  const PeerId from = stampOf(ucxTag);
+  if (from == 0) {  // a hello
+    if (length == sizeof(HelloMessage)) return true;
+    RefusalCounter& counter =
+        length > sizeof(HelloMessage) ? refusals_.oversizedControl : refusals_.malformedControl;
+    refuse(counter, [&] {
+      return fmt::format("dropped unread a hello of {} B (tag {:#x}): a hello is {} B", length,
+                         ucxTag, sizeof(HelloMessage));
+    });
+    return false;
+  }
+  auto peer = peers_.find(from);
+  if (peer == peers_.end()) {
+    refuse(refusals_.unknownStamp, [&] {
+      return fmt::format(
+          "dropped unread a control message of {} B stamped {} (tag {:#x}): no peer has that stamp",
+          length, from, ucxTag);
+    });
+    return false;
+  }
+  if (peer->second->failed) {
+    // Traffic of a peer that failed meanwhile: nobody may receive it, nor its data.
+    dropArrivedData(from);
+    return false;
+  }
+  const size_t limit = kMaxHeaderBytes + options_.inlineBytes;
+  if (length <= limit) return true;
+  refuse(refusals_.oversizedControl, [&] {
+    return fmt::format(
+        "dropped unread a control message of {} B stamped {} (tag {:#x}): no daemon sends one "
+        "over {} B",
+        length, from, ucxTag, limit);
+  });
+  return false;
+}
+
+void UcxTransportImpl::handleInbox() {
+  // Each sender's messages are handled in its send order, which UCX keeps per endpoint. A message
+  // still being received holds back only later ones under the same stamp: a peer that stalls in
+  // the middle of a message, or a stranger that starts one and never finishes it, must not stop
+  // everyone else's. Hellos (stamp 0) come one per endpoint and wait for nothing.
+  std::vector<PeerId> busy;  // stamps with an unfinished message ahead
+  for (size_t i = 0; i < inbox_.size();) {
+    InboxEntry& entry = inbox_[i];
+    const PeerId from = stampOf(entry.ucxTag);
+    const bool heldBack = from != 0 && std::find(busy.begin(), busy.end(), from) != busy.end();
+    if (entry.ucx != nullptr) {
+      const ucs_status_t status = ucp_request_check_status(entry.ucx);
+      if (status == UCS_INPROGRESS) {
+        if (from != 0 && !heldBack) busy.push_back(from);
+        ++i;
+        continue;
+      }
+      ucp_request_free(entry.ucx);
+      entry.ucx = nullptr;
+      entry.status = status;
+      if (from == 0) --hellosInFlight_;
+    }
+    if (heldBack) {
+      ++i;
+      continue;
+    }
+    InboxEntry done = std::move(entry);
+    inbox_.erase(inbox_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (done.status == UCS_OK) {
+      handleControl(done.ucxTag, std::move(done.bytes), done.arrived);
     } else {
-      spdlog::debug("ucx: lost a control message: {}", ucs_status_string(entry.status));
+      spdlog::debug("ucx: lost a control message: {}", ucs_status_string(done.status));
     }
   }
 }
@@ -117,16 +219,19 @@ void UcxTransportImpl::pumpControl() {
 void UcxTransportImpl::handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes,
                                      std::chrono::steady_clock::time_point arrived) {
   std::optional<ControlMessage> message = parseControl(bytes);
-  if (!message) {
-    spdlog::warn("ucx: dropped a malformed control message ({} B, tag {:#x})", bytes.size(),
-                 ucxTag);
+  const PeerId from = stampOf(ucxTag);
+  // A hello travels under stamp 0 and nothing else does (admitControl() sized it as a hello).
+  if (!message || (message->kind == ControlKind::Hello) != (from == 0)) {
+    refuse(refusals_.malformedControl, [&] {
+      return fmt::format("dropped a malformed control message ({} B, tag {:#x})", bytes.size(),
+                         ucxTag);
+    });
     return;
   }
   if (message->kind == ControlKind::Hello) {
     handleHello(message->hello);
     return;
   }
-  const PeerId from = stampOf(ucxTag);
   const uint64_t sequence = sequenceOf(ucxTag);
   auto peer = peers_.find(from);
   if (peer == peers_.end() || peer->second->failed) {
@@ -153,16 +258,106 @@ void UcxTransportImpl::handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes
 }
 
 void UcxTransportImpl::handleHello(const HelloMessage& hello) {
+  if (hello.stamp == 0 || hello.stamp > kMaxStamp || hello.uuid == 0) {
+    refuse(refusals_.malformedControl, [&] {
+      return fmt::format("dropped a hello naming endpoint {:#x} with stamp {}: out of range",
+                         hello.uuid, hello.stamp);
+    });
+    return;
+  }
   auto known = peerByUuid_.find(hello.uuid);
   if (known == peerByUuid_.end()) {
-    strangerHellos_[hello.uuid] = hello.stamp;  // it connected first; we will connect back
+    // It connected first; connect() takes the stamp when we connect back.
+    switch (pendingHellos_.add(hello.uuid, hello.stamp)) {
+      case PendingHellos::Added::New:
+        break;
+      case PendingHellos::Added::NewEvicting:
+        refuse(refusals_.evictedHellos, [&] {
+          return fmt::format(
+              "more than {} hellos of endpoints not connected yet: dropped the oldest (its "
+              "daemon is asked again when we connect to it)",
+              options_.maxPendingHellos);
+        });
+        break;
+      case PendingHellos::Added::Repeated:
+        refuse(refusals_.repeatedHellos, [&] {
+          return fmt::format(
+              "ignored a hello naming endpoint {:#x} with stamp {}: one from it is pending already",
+              hello.uuid, hello.stamp);
+        });
+        break;
+    }
     return;
   }
   Peer& peer = *peers_.at(known->second);
   if (peer.failed) return;
-  peer.stamp = hello.stamp;
-  // Sends held for this hello go out now, in post order.
-  for (RequestId id : std::exchange(peer.held, {})) issueSend(peer, *requests_.at(id));
+  if (!peer.stamp) {
+    peer.stamp = hello.stamp;
+    // Sends held for this hello go out now, in post order.
+    for (RequestId id : std::exchange(peer.held, {})) issueSend(peer, *requests_.at(id));
+  } else if (*peer.stamp != hello.stamp) {
+    // A daemon sends one hello per endpoint, when it opens it, and keeps the endpoint for the
+    // life of its transport; a restarted daemon is a new uuid, so a new Peer. A second hello
+    // naming this uuid is therefore not its own (it answers kHelloWantsHello with the same
+    // stamp): honouring it would send our traffic for this peer under a stamp it does not know.
+    refuse(refusals_.repeatedHellos, [&] {
+      return fmt::format(
+          "ignored a hello naming peer {} (endpoint {:#x}) with stamp {}: its stamp is {}", peer.id,
+          hello.uuid, hello.stamp, *peer.stamp);
+    });
+    return;
+  }
+  // It found no hello of ours when it connected: send ours again, once.
+  if ((hello.flags & kHelloWantsHello) != 0 && !peer.helloResent && peer.ep != nullptr) {
+    peer.helloResent = true;
+    sendHello(peer);
+  }
+}
+
+void UcxTransportImpl::dropStrayData() {
+  ucp_worker_h worker = worker_->get();
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+  param.datatype = ucp_dt_make_contig(1);
+  // One masked probe per aligned block of `count` stamps from `first` (count a power of two).
+  auto sweep = [&](uint64_t first, uint64_t count) {
+    const uint64_t mask = kControlBit | (kStampMask & ~((count - 1) << kStampShift));
+    ucp_tag_recv_info_t info;
+    while (ucp_tag_message_h message =
+               ucp_tag_probe_nb(worker, dataTag(static_cast<PeerId>(first), 0), mask, 1, &info)) {
+      refuse(refusals_.strayData, [&] {
+        return fmt::format("dropped unread a data message of {} B stamped {}: no peer has it",
+                           info.length, stampOf(info.sender_tag));
+      });
+      keepInternal(ucp_tag_msg_recv_nbx(worker, &dropSink, 0, message, &param), {});
+    }
+  };
+  // The stamps never handed out: 0, and [nextPeer_, kMaxStamp] cut into at most 23 blocks.
+  sweep(0, 1);
+  const uint64_t end = uint64_t{kMaxStamp} + 1;
+  for (uint64_t first = nextPeer_; first < end;) {
+    uint64_t count = first & (~first + 1);  // the largest aligned block that starts here
+    while (first + count > end) count >>= 1;
+    sweep(first, count);
+    first += count;
+  }
+}
+
+size_t UcxTransportImpl::controlArriving() const {
+  return static_cast<size_t>(std::count_if(inbox_.begin(), inbox_.end(),
+                                           [](const InboxEntry& e) { return e.ucx != nullptr; }));
+}
+
+StrangerCounts UcxTransportImpl::strangerCounts() const {
+  StrangerCounts counts;
+  counts.oversizedControl = refusals_.oversizedControl.total();
+  counts.unknownStamp = refusals_.unknownStamp.total();
+  counts.malformedControl = refusals_.malformedControl.total();
+  counts.repeatedHellos = refusals_.repeatedHellos.total();
+  counts.evictedHellos = refusals_.evictedHellos.total();
+  counts.slowHellos = refusals_.slowHellos.total();
+  counts.strayData = refusals_.strayData.total();
+  return counts;
 }
 
 void UcxTransportImpl::pollInternalOps() {

@@ -55,8 +55,13 @@ struct UcxOptions {
   std::chrono::milliseconds keepaliveInterval{1000};
   // Messages up to this many bytes travel inside their header message (one copy on each side);
   // longer ones follow their header as a separate UCX message received straight into the posted
-  // buffer. See ucx_wire.h.
+  // buffer. See ucx_wire.h. Every daemon must use the same value: a receiver drops unread any
+  // control message longer than a header (kMaxHeaderBytes) plus its own inlineBytes.
   size_t inlineBytes = 8 * 1024;
+  // Hellos from endpoints this one has not connected to yet are held until it does, at most this
+  // many (the oldest are dropped beyond it). A peer daemon that connects first leaves one, so
+  // this must exceed the number of daemons a job can span; each costs under 100 bytes.
+  size_t maxPendingHellos = 4096;
 };
 
 // The longest the owner may sleep on eventFd() between progress() calls: half the keepalive

@@ -54,6 +54,9 @@ Status addToEpoll(int epollFd, int fd) {
 // ---- creation and teardown --------------------------------------------------------------------
 
 Result<std::unique_ptr<UcxTransportImpl>> UcxTransportImpl::create(const UcxOptions& options) {
+  if (options.maxPendingHellos == 0) {
+    return invalidArgument("ucx: maxPendingHellos must be positive");
+  }
   Result<std::unique_ptr<UcxWorker>> worker = UcxWorker::create(options);
   if (!worker.isOk()) return worker.status();
   UniqueFd wakeFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -73,7 +76,8 @@ UcxTransportImpl::UcxTransportImpl(const UcxOptions& options, std::unique_ptr<Uc
       uuid_(uuid),
       address_(encodeAddress(uuid, worker_->address())),
       epollFd_(std::move(epollFd)),
-      wakeFd_(std::move(wakeFd)) {}
+      wakeFd_(std::move(wakeFd)),
+      pendingHellos_(options.maxPendingHellos) {}
 
 UcxTransportImpl::~UcxTransportImpl() {
   ucp_worker_h worker = worker_->get();
@@ -131,13 +135,14 @@ Result<PeerId> UcxTransportImpl::connect(const PeerAddress& address) {
   peer->id = nextPeer_;
   peer->uuid = decoded->uuid;
   peer->workerAddress.assign(decoded->worker.begin(), decoded->worker.end());
-  HC_RETURN_IF_ERROR(openEndpoint(*peer));
-  peer->connected = true;
-  // It may have connected to us first: its hello is waiting.
-  if (auto hello = strangerHellos_.find(peer->uuid); hello != strangerHellos_.end()) {
-    peer->stamp = hello->second;
-    strangerHellos_.erase(hello);
+  // It may have connected to us first: its hello is waiting. If not, ours asks for it (it may
+  // still be on its way, or a flood of hellos may have pushed it out of the pending ones).
+  peer->stamp = pendingHellos_.take(peer->uuid);
+  if (Status opened = openEndpoint(*peer); !opened.isOk()) {
+    if (peer->stamp) (void)pendingHellos_.add(peer->uuid, *peer->stamp);
+    return opened;
   }
+  peer->connected = true;
   ++nextPeer_;
   peerByUuid_.emplace(peer->uuid, peer->id);
   const PeerId id = peer->id;
@@ -161,6 +166,7 @@ Status UcxTransportImpl::openEndpoint(Peer& peer) {
 
 void UcxTransportImpl::sendHello(Peer& peer) {
   HelloMessage hello;
+  hello.flags = peer.stamp ? 0 : kHelloWantsHello;
   hello.stamp = peer.id;
   hello.uuid = uuid_;
   std::vector<uint8_t> storage(sizeof(hello));

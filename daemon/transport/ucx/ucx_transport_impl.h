@@ -14,6 +14,9 @@
 // - Every final state is reported by test() only after a progress(); eventFd() is an epoll set
 //   over the UCX worker's event fd and an eventfd of ours that signals states made final outside
 //   progress() (matches in postRecv(), cancel(), disconnect()).
+// - Anyone may open an endpoint to the worker and send under any tag: what such a stranger can
+//   make the transport hold is bounded, and what it refuses is counted (ucx_wire.h, "Strangers";
+//   ucx_strangers.h).
 // - A failed endpoint is only recorded inside UCX's error callback; progress() then fails the
 //   peer's requests with Unavailable, closes the endpoint and calls the handler once, with no UCX
 //   callback on the stack.
@@ -33,6 +36,7 @@
 
 #include "common/unique_fd.h"
 #include "daemon/transport/transport.h"
+#include "daemon/transport/ucx/ucx_strangers.h"
 #include "daemon/transport/ucx/ucx_transport.h"
 #include "daemon/transport/ucx/ucx_wire.h"
 #include "daemon/transport/ucx/ucx_worker.h"
@@ -69,6 +73,14 @@ class UcxTransportImpl final : public Transport {
   int eventFd() const override { return epollFd_.get(); }
   void setPeerFailureHandler(PeerFailureHandler handler) override;
 
+  // What endpoints that are no live peer sent and this transport refused (ucx_strangers.h), and
+  // how many hellos of endpoints not connected yet it holds. For tests and diagnostics; same
+  // thread as the rest.
+  StrangerCounts strangerCounts() const;
+  size_t pendingHellos() const { return pendingHellos_.size(); }
+  // Control messages taken out of UCX whose bytes are still arriving.
+  size_t controlArriving() const;
+
  private:
   struct Peer {
     UcxTransportImpl* owner;
@@ -79,8 +91,10 @@ class UcxTransportImpl final : public Transport {
     bool connected = false;  // by connect(), until disconnect()
     bool failed = false;     // for good: its daemon is gone
     Status failure;          // why, once failed
-    // The stamp its hello asked for; sends wait in `held` until it is known.
+    // The stamp its hello asked for; sends wait in `held` until it is known. Set once: the first
+    // hello naming this uuid is the one the peer sent when it opened its endpoint to us.
     std::optional<PeerId> stamp;
+    bool helloResent = false;  // we answered a kHelloWantsHello from it (once per peer)
     uint64_t nextSequence = 0;
     std::deque<RequestId> held;
   };
@@ -124,7 +138,7 @@ class UcxTransportImpl final : public Transport {
     std::chrono::steady_clock::time_point arrived;  // when pumpControl() found it in UCX
   };
 
-  // A control message being received out of UCX, in arrival order.
+  // A control message of a live peer being received out of UCX, in arrival order.
   struct InboxEntry {
     uint64_t ucxTag;
     std::chrono::steady_clock::time_point arrived;  // when the probe found it
@@ -194,11 +208,24 @@ class UcxTransportImpl final : public Transport {
 
   // ---- progress (ucx_progress.cc) ----
   // Takes every arrived control message out of UCX and handles those whose receive finished,
-  // in arrival order.
+  // in arrival order per sender.
   void pumpControl();
+  // Whether a control message of `length` bytes under `ucxTag` may be received into memory: a
+  // hello of exactly its size, or a live peer's message no longer than a header plus
+  // inlineBytes. Counts and logs what it refuses; the caller drops that unread.
+  bool admitControl(uint64_t ucxTag, size_t length);
+  // Handles the inbox's finished receives: each sender's in its send order, one sender's
+  // unfinished message holding back only that sender.
+  void handleInbox();
+  // Receives into nothing every data message under a stamp never handed out (0, or nextPeer_
+  // and above): no peer sent it, and no receive will ever take it.
+  void dropStrayData();
   void handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes,
                      std::chrono::steady_clock::time_point arrived);
   void handleHello(const HelloMessage& hello);
+  // Counts one refusal of `counter` and logs describe()'s text when its turn comes.
+  template <typename Describe>
+  void refuse(RefusalCounter& counter, Describe&& describe);
   void pollInternalOps();
   void signalWake();
 
@@ -211,8 +238,8 @@ class UcxTransportImpl final : public Transport {
 
   std::unordered_map<PeerId, std::unique_ptr<Peer>> peers_;
   std::unordered_map<uint64_t, PeerId> peerByUuid_;
-  // Stamps from hellos of peers we have not connected to yet, by their uuid.
-  std::unordered_map<uint64_t, PeerId> strangerHellos_;
+  // Stamps from hellos of peers we have not connected to yet, by their uuid (bounded).
+  PendingHellos pendingHellos_;
   PeerId nextPeer_ = 1;
 
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
@@ -220,6 +247,9 @@ class UcxTransportImpl final : public Transport {
   std::unordered_map<MatchKey, std::deque<RequestId>, MatchKeyHash> posted_;
   std::unordered_map<MatchKey, std::deque<Arrival>, MatchKeyHash> unexpected_;
   std::deque<InboxEntry> inbox_;
+  // Hellos in the inbox still being received (see pumpControl()), at most kMaxHellosInFlight.
+  static constexpr size_t kMaxHellosInFlight = 64;
+  size_t hellosInFlight_ = 0;
   std::vector<InternalOp> internalOps_;
 
   std::vector<RequestId> ready_;                                  // final, for the next progress()
@@ -228,6 +258,14 @@ class UcxTransportImpl final : public Transport {
   PeerFailureHandler handler_;
   bool inProgress_ = false;  // progress() reports what finishes meanwhile: no wake needed
   bool wakePending_ = false;
+
+  // What was refused from strangers (StrangerCounts says what each is), and when progress()
+  // last looked for stray data.
+  struct Refusals {
+    RefusalCounter oversizedControl, unknownStamp, malformedControl, repeatedHellos, evictedHellos,
+        slowHellos, strayData;
+  } refusals_;
+  std::chrono::steady_clock::time_point nextStraySweep_{};
 };
 
 }  // namespace hc::transport::ucx

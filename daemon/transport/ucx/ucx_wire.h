@@ -26,9 +26,19 @@
 // Stale traffic: dropUnexpected() drops control messages waiting in software and receives their
 // data messages into zero bytes (UCX then releases the sender); what a failed peer left in UCX is
 // found with ucp_tag_probe_nb on its stamp and dropped the same way.
-// Versions: every control message and address states transport::kWireVersion, the one version of
-// what daemons say to each other; a daemon of another version is refused at Peer.Join already,
-// so refusing its bytes here is defence only.
+// Strangers: anyone with a worker's address can open a UCX endpoint to it, and the tag API does not
+// say which endpoint a message came from, so the receiver trusts nothing a message announces
+// (ucx_strangers.h). It takes a control message into memory only as a hello of exactly
+// sizeof(HelloMessage) under stamp 0, or under the stamp of a live peer and no longer than
+// kMaxHeaderBytes + UcxOptions::inlineBytes; anything else is received into zero bytes (UCX ends
+// it as truncated and releases its sender), counted, and logged at a bounded rate. Data messages
+// under a stamp it never handed out are dropped the same way. A peer's stamp is set by the first
+// hello naming its uuid and never changed: a daemon's hellos to one peer all carry one stamp, and
+// a restarted daemon is a new uuid. What this cannot stop is a stranger who sends first, or who
+// forges a live peer's stamp: that needs hellos and headers bound to a proof keyed from the cluster
+// token. Versions: every control message and address states transport::kWireVersion, the one
+// version of what daemons say to each other; a daemon of another version is refused at Peer.Join
+// already, so refusing its bytes here is defence only.
 #pragma once
 
 #include <bit>
@@ -77,11 +87,19 @@ enum class ControlKind : uint8_t {
   Header = 3,  // MessageHeader; the payload follows as the data message with the same sequence
 };
 
+// HelloMessage::flags. A receiver ignores bits it does not know (daemons before this one sent 0).
+// kHelloWantsHello: "I hold no hello of yours: send yours again", set when connect() found none.
+// A peer's first hello can be lost to the bound on hellos held for endpoints not connected yet
+// (a flood of strangers' hellos), and the daemon that lost it would then hold its sends to that
+// peer for ever. The receiver answers the flag once per peer, with its own hello (same stamp,
+// flag clear), so hellos never loop.
+constexpr uint8_t kHelloWantsHello = 1;
+
 // Sent first on every new endpoint: "when you send to me, stamp your messages with `stamp`".
 struct HelloMessage {
   uint16_t version = kWireVersion;
   ControlKind kind = ControlKind::Hello;
-  uint8_t reserved = 0;
+  uint8_t flags = 0;
   uint32_t stamp = 0;  // the sender's PeerId for the receiver
   uint64_t uuid = 0;   // the sender's endpoint uuid (its address names it)
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -40,11 +41,18 @@ TEST(UcxWireTest, HelloRoundTripsAtTheWireVersionOnly) {
   hello.stamp = 42;
   hello.uuid = 0x1122334455667788ull;
   EXPECT_EQ(hello.version, kWireVersion);
+  EXPECT_EQ(hello.flags, 0u);
   auto parsed = parseControl(bytesOf(&hello, sizeof(hello)));
   ASSERT_TRUE(parsed);
   EXPECT_EQ(parsed->kind, ControlKind::Hello);
   EXPECT_EQ(parsed->hello.stamp, 42u);
   EXPECT_EQ(parsed->hello.uuid, hello.uuid);
+  // The flag byte was the reserved one: earlier daemons sent 0 and read nothing from it.
+  EXPECT_EQ(offsetof(HelloMessage, flags), 3u);
+  hello.flags = kHelloWantsHello | 0x80;  // a bit this version does not know is carried, unread
+  parsed = parseControl(bytesOf(&hello, sizeof(hello)));
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->hello.flags, kHelloWantsHello | 0x80);
   hello.version = 1;  // the version whose tags had 16 identity bits
   EXPECT_FALSE(parseControl(bytesOf(&hello, sizeof(hello))));
   hello.version = kWireVersion + 1;
