@@ -3,4 +3,21 @@ add_compile_options(-Wall -Wextra -Wno-missing-field-initializers)
 if(HC_SANITIZE)
   add_compile_options(-fsanitize=${HC_SANITIZE} -fno-omit-frame-pointer)
   add_link_options(-fsanitize=${HC_SANITIZE})
+  # A finding that only prints would pass ctest: undefined behaviour stops the process.
+  if(HC_SANITIZE MATCHES "undefined")
+    add_compile_options(-fno-sanitize-recover=undefined)
+  endif()
+endif()
+# HC_FUZZ: every library gets libFuzzer's coverage instrumentation, so that a fuzz target's
+# coverage reaches into the parsers it calls; only the targets in tests/fuzz link libFuzzer
+# itself (the sanitizer runtimes carry the hooks the other binaries need). libFuzzer is clang's.
+set(HC_FUZZ_ACTIVE OFF)
+if(HC_FUZZ)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    set(HC_FUZZ_ACTIVE ON)
+    add_compile_options(-fsanitize=fuzzer-no-link)
+  else()
+    message(WARNING "HC_FUZZ needs clang (libFuzzer), this build uses ${CMAKE_CXX_COMPILER_ID}: "
+                    "tests/fuzz is not built (configure with -DCMAKE_CXX_COMPILER=clang++-14)")
+  endif()
 endif()

@@ -11,8 +11,9 @@
 
 // The chunk kernels are built for AVX2 and for the baseline, and the loader picks one per
 // machine. Both give the same bits: the kernel files are compiled with -ffp-contract=off, so
-// neither clone fuses a multiply and an add that the other rounds twice.
-#if defined(__x86_64__) && defined(__has_attribute)
+// neither clone fuses a multiply and an add that the other rounds twice. Clang (14) refuses
+// target_clones on templates, so a clang build (scripts/asan-build) has the baseline kernel only.
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__clang__)
 #if __has_attribute(target_clones)
 #define HC_CHUNK_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
