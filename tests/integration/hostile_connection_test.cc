@@ -62,8 +62,13 @@ TEST(HostileConnectionTest, OneUidCannotTakeMoreThanItsConnections) {
   auto fourth = RawClient::connect(daemon->socketPath());
   ASSERT_TRUE(fourth.isOk());
   Status s = fourth->handshake();
-  EXPECT_FALSE(s.isOk());
-  EXPECT_NE(s.toString().find("max_clients_per_uid"), std::string::npos) << s.toString();
+  EXPECT_FALSE(s.isOk()) << "a fourth connection of the uid was welcomed";
+  // The refusal is an Error frame sent at accept, then the close; when the Hello was already
+  // queued on the daemon's side, the close resets the connection and the kernel reports that
+  // before the queued frame. Either way no Welcome.
+  EXPECT_TRUE(s.toString().find("max_clients_per_uid") != std::string::npos ||
+              s.code() == Code::Unavailable)
+      << s.toString();
   held.pop_back();  // a slot freed is a slot for the next connection
   auto later = Clock::now() + std::chrono::seconds(5);
   Status again = Status{Code::Unavailable, "not tried"};
