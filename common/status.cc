@@ -21,6 +21,7 @@ std::string_view codeName(Code code) {
     case Code::DeviceError: return "DeviceError";
     case Code::TransportError: return "TransportError";
     case Code::Internal: return "Internal";
+    case Code::Unsupported: return "Unsupported";
   }
   return "Unknown";
 }

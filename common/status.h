@@ -25,8 +25,9 @@ enum class Code : int32_t {
   DeviceError = 9,
   TransportError = 10,
   Internal = 11,
+  Unsupported = 12,  // a valid call this build cannot carry out (a stream being graph-captured)
 };
-constexpr int32_t kNumCodes = 12;
+constexpr int32_t kNumCodes = 13;
 
 std::string_view codeName(Code code);
 

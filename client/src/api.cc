@@ -9,6 +9,7 @@
 #include "client/src/comm_state.h"
 #include "client/src/connection.h"
 #include "client/src/group.h"
+#include "client/src/runtime_api.h"
 #include "hetero_comm/hc.h"
 
 namespace hc::client {
@@ -101,6 +102,7 @@ const char* hc_get_error_string(hc_status_t status) {
     case HC_DEVICE_ERROR: return "device error";
     case HC_TRANSPORT_ERROR: return "transport error";
     case HC_INTERNAL: return "internal error";
+    case HC_UNSUPPORTED: return "not supported here";
     default: return "unknown status";
   }
 }
@@ -126,6 +128,9 @@ hc_status_t hc_mem_alloc(void** ptr, size_t size) {
 
 hc_status_t hc_mem_free(void* ptr) {
   if (ptr == nullptr) return HC_OK;
+  auto device = freeIfDeviceAllocation(ptr);
+  if (!device.isOk()) return fail(device.status());
+  if (*device) return HC_OK;
   auto conn = Connection::get();
   if (!conn.isOk()) return fail(conn.status());
   return ret((*conn)->memFree(ptr));

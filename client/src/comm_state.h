@@ -3,21 +3,29 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "client/src/connection.h"
+#include "client/src/device_runtime.h"
 #include "hetero_comm/hc.h"
 
 namespace hc::client {
+
+struct Submission;
 
 // A reduction operator made by hc_redop_create_premul_sum.
 struct PremulOp {
   uint8_t dtype = 0;
   uint64_t scalar = 0;    // the scalar's bytes, or its segment offset when inBuffer
   bool inBuffer = false;  // HC_SCALAR_DEVICE: the daemon reads the scalar when the op runs
+  // HC_SCALAR_DEVICE in a GPU runtime's memory: each operation copies it, in stream order, into
+  // its done-flag slot in the segment (stream_ops.cc), where the daemon reads it.
+  const void* deviceScalar = nullptr;
+  DeviceRuntime* scalarRuntime = nullptr;
 };
 
 struct CommState {
@@ -28,6 +36,13 @@ struct CommState {
   std::atomic<uint64_t> handle{0};
   std::atomic<int> rank{0};
   std::atomic<int> nranks{0};
+  // Set by hc_comm_order_on_streams: the runtime whose streams order every operation on this
+  // communicator (NCCL's rule). Null: hc's rule, only device buffers on a stream of their runtime.
+  std::atomic<DeviceRuntime*> streamRuntime{nullptr};
+  // The device this rank's buffers live on as its creator named it (hc_comm_init_all's devlist;
+  // a split inherits it), for hc_comm_device; -1 when none was named. Buffers are still found by
+  // address: nothing else reads it.
+  std::atomic<int> device{-1};
 
   std::mutex mutex;        // guards the fields below
   RequestPtr initRequest;  // set while a non-blocking init or split is in progress
@@ -59,13 +74,29 @@ Status checkUsable(CommState* c);
 // error.
 hc_status_t waitRequest(const RequestPtr& r, CommState* comm);
 
-// Sets e's reduction operator: a built-in one, or a pre-multiplied sum of comm.
-Status applyRedop(CommState& comm, int op, ipc::SubmitEntry* e);
+// Sets sub's reduction operator: a built-in one, or a pre-multiplied sum of comm (with its scalar
+// in device memory, when it is there).
+Status applyRedop(CommState& comm, int op, Submission* sub);
+// InvalidArgument when sub's scalar is in GPU memory and sub is not ordered on a stream of that
+// runtime (its scalar could not be read in stream order). Call once the stream is chosen.
+Status checkDeviceScalar(const Submission& sub);
+
+// How a handle's life ended (comm_handles.h).
+enum class HandleEnd : uint8_t { Live, Destroyed, Aborted };
+
+// A handle's bookkeeping, guarded by the lock of comm_handles.cc.
+struct HandleLife {
+  int pins = 0;  // calls in flight on the handle (CommPin)
+  HandleEnd end = HandleEnd::Live;
+  bool expired = false;  // left the kept ended handles while pinned: the last unpin frees it
+};
 
 }  // namespace hc::client
 
+// Made and freed by comm_handles.cc only: calls may still hold it after destroy or abort.
 struct hc_comm {
-  std::shared_ptr<hc::client::CommState> state;
+  std::shared_ptr<hc::client::CommState> state;  // set when made, never changed
+  hc::client::HandleLife life;
 };
 struct hc_request {
   hc::client::RequestPtr r;

@@ -61,6 +61,8 @@ class DeviceRuntime {
   [[nodiscard]] virtual Result<ExportedAllocation> exportAllocation(const DevicePointer& p) = 0;
 
   // true when `stream` is a stream of this runtime (the legacy default stream, 0, never is).
+  // Every method below that takes a stream also takes 0, the legacy default stream of the calling
+  // thread's current context, for communicators ordered on streams (hc_comm_order_on_streams).
   virtual bool ownsStream(void* stream) = 0;
   // Runs fn(arg) on a runtime thread once the stream's earlier work has completed; later work
   // waits for it to return. fn must not call into the runtime.
@@ -71,6 +73,26 @@ class DeviceRuntime {
                                            uint32_t value) = 0;
   // Makes [ptr, ptr + bytes) usable by waitValue32 (host-registered, device-mapped memory).
   [[nodiscard]] virtual Status registerHostMemory(void* ptr, size_t bytes) = 0;
+  // Device memory of this runtime on the calling thread's current device, as cudaMalloc /
+  // hipMalloc give it (ncclMemAlloc's memory), and its release. The default refuses.
+  [[nodiscard]] virtual Result<void*> allocateDevice(size_t) {
+    return Status{Code::Unsupported, std::string(name()) + " cannot allocate device memory here"};
+  }
+  [[nodiscard]] virtual Status freeDevice(void*) {
+    return Status{Code::Unsupported, std::string(name()) + " cannot free device memory here"};
+  }
+  // Copies `bytes` of this runtime's device memory at `src` to `dst`, host memory registered
+  // with registerHostMemory(), in stream order: after the stream's earlier work, before its later
+  // work (a pre-multiplied sum's device scalar, read when its operation reaches the stream).
+  // The default refuses.
+  [[nodiscard]] virtual Status copyToHostAsync(void*, void*, const void*, size_t) {
+    return Status{Code::Unsupported,
+                  std::string(name()) + " cannot copy device memory in stream order here"};
+  }
+  // Unsupported when work put on the stream now would be captured into a graph rather than run
+  // (replaying the graph would not replay the daemon's part); the runtime's error when it cannot
+  // tell. The default: a runtime without graphs never captures.
+  [[nodiscard]] virtual Status checkNotCapturing(void*) { return okStatus(); }
   // Blocks until the stream's work completed (cuStreamSynchronize); the stream's error if it
   // failed. Used where the protocol cannot run on the stream (operations of a group).
   // The default refuses: a runtime without it cannot take part in groups of stream-ordered ops.

@@ -7,11 +7,11 @@ namespace hc::client {
 Result<DoneSlot> DoneFlagPool::acquire(DeviceRuntime* runtime) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (free_.empty()) {
-    // One page holds 512 flags: more than the operations one process keeps in flight.
+    // One page holds 256 slots: more than the operations one process keeps in flight.
     auto page = conn_->allocBlock(ipc::kHeapAlignment);
     if (!page.isOk()) return page.status();
     pages_.push_back(*page);
-    for (uint64_t at = 0; at + sizeof(ipc::DoneFlag) <= page->bytes; at += sizeof(ipc::DoneFlag)) {
+    for (uint64_t at = 0; at + kDoneSlotBytes <= page->bytes; at += kDoneSlotBytes) {
       free_.push_back({reinterpret_cast<ipc::DoneFlag*>(static_cast<uint8_t*>(page->ptr) + at),
                        page->offset + at});
     }

@@ -19,9 +19,15 @@ namespace hc::client {
 
 class Connection;
 
+// A slot holds the flag and, after it, 8 bytes for the operation's pre-multiplied-sum scalar
+// when that lives in device memory (copied there in stream order: stream_ops.cc).
+inline constexpr uint64_t kDoneSlotScalarOffset = sizeof(ipc::DoneFlag);
+inline constexpr uint64_t kDoneSlotBytes = 16;
+
 struct DoneSlot {
   ipc::DoneFlag* flag = nullptr;
   uint64_t offset = 0;  // segment offset, as the entry's doneFlag names it
+  void* scalar() const { return reinterpret_cast<uint8_t*>(flag) + kDoneSlotScalarOffset; }
 };
 
 class DoneFlagPool {

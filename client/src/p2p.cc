@@ -100,11 +100,8 @@ Status postAlltoallv(const std::shared_ptr<CommState>& state, const RequestPtr& 
       sub.staging = staging;
       (isSend ? sub.sendStaged : sub.recvStaged) = true;
     }
-    if (side.runtime != nullptr && stream != nullptr && side.runtime->ownsStream(stream)) {
-      // Stream-ordered like any device operation of a group (stream_ops.h).
-      sub.runtime = side.runtime;
-      sub.stream = stream;
-    }
+    // Stream-ordered like any operation of a group (stream_ops.h).
+    HC_RETURN_IF_ERROR(chooseStream(*state, side.runtime, stream, &sub));
     // Parts report to the composite, never as asynchronous errors of their own.
     sub.request = makeRequest(state, /*tracked=*/true);
     addPart(composite, sub.request);

@@ -71,6 +71,9 @@ constexpr unsigned kMemoryTypeDevice = 2;            // CU_MEMORYTYPE_DEVICE
 constexpr unsigned kMemHostRegisterPortable = 0x1;   // CU_MEMHOSTREGISTER_PORTABLE
 constexpr unsigned kMemHostRegisterDeviceMap = 0x2;  // CU_MEMHOSTREGISTER_DEVICEMAP
 constexpr unsigned kStreamWaitValueGeq = 0x0;        // CU_STREAM_WAIT_VALUE_GEQ
+constexpr int kStreamCaptureStatusNone = 0;          // CU_STREAM_CAPTURE_STATUS_NONE
+constexpr int kStreamCaptureStatusActive = 1;        // CU_STREAM_CAPTURE_STATUS_ACTIVE
+constexpr CuResult kCudaErrorStreamCaptureImplicit = 906;  // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
 constexpr uint64_t kGetProcAddressDefault = 0;       // CU_GET_PROC_ADDRESS_DEFAULT
 constexpr int kGetProcAddressSuccess = 0;            // CU_GET_PROC_ADDRESS_SUCCESS
 
@@ -93,6 +96,10 @@ class CudaRuntime final : public DeviceRuntime {
   Status waitValue32(void* stream, std::atomic<uint32_t>* word, uint32_t value) override;
   Status registerHostMemory(void* ptr, size_t bytes) override;
   Status synchronize(void* stream) override;
+  Status checkNotCapturing(void* stream) override;
+  Result<void*> allocateDevice(size_t bytes) override;
+  Status freeDevice(void* ptr) override;
+  Status copyToHostAsync(void* stream, void* dst, const void* src, size_t bytes) override;
 
  private:
   // A host range registered with registerHostMemory() and where the device sees it.
@@ -119,8 +126,21 @@ class CudaRuntime final : public DeviceRuntime {
     CuDevice device_;
     bool pushed_ = false;
   };
+  // For stream 0, the legacy default stream of the current context: a context for the scope, as
+  // ContextForCall(kAnyDevice) gives (a caller's thread normally has one already). Nothing for
+  // any other stream, which names its own context.
+  class LegacyStreamContext {
+   public:
+    LegacyStreamContext(const CudaRuntime& rt, void* stream) {
+      if (stream == nullptr) context_.emplace(rt, kAnyDevice);
+    }
+
+   private:
+    std::optional<ContextForCall> context_;
+  };
 
   bool resolveAll(void* library);
+  bool resolveOptional(void* library);
   bool resolveVmm(void* library);
   template <typename Fn>
   bool resolve(void* library, const char* name, int version, const char* symbol, Fn* slot,
@@ -144,6 +164,13 @@ class CudaRuntime final : public DeviceRuntime {
   CuResult (*memHostGetDevicePointer_)(CuDevicePtr*, void*, unsigned) = nullptr;
   CuResult (*memHostRegister_)(void*, size_t, unsigned) = nullptr;
   CuResult (*streamSynchronize_)(CuStream) = nullptr;
+  // Optional (drivers since 10.0 have it): without it no stream is taken to be capturing.
+  CuResult (*streamIsCapturing_)(CuStream, int*) = nullptr;
+  // Optional: without them allocateDevice refuses.
+  CuResult (*memAlloc_)(CuDevicePtr*, size_t) = nullptr;
+  CuResult (*memFree_)(CuDevicePtr) = nullptr;
+  // Optional: without it device-resident scalars are refused.
+  CuResult (*memcpyDtoHAsync_)(void*, CuDevicePtr, size_t, CuStream) = nullptr;
   CuResult (*ctxGetCurrent_)(CuContext*) = nullptr;
   CuResult (*deviceGetCount_)(int*) = nullptr;
   CuResult (*devicePrimaryCtxGetState_)(CuDevice, unsigned*, int*) = nullptr;
@@ -211,7 +238,20 @@ bool CudaRuntime::resolveAll(void* library) {
          resolve(library, "cuCtxPopCurrent", 4000, "cuCtxPopCurrent_v2", &ctxPopCurrent_) &&
          resolve(library, "cuDeviceGetAttribute", 2000, "cuDeviceGetAttribute",
                  &deviceGetAttribute_) &&
-         resolveVmm(library);
+         resolveOptional(library) && resolveVmm(library);
+}
+
+// Optional calls: always true; a missing one leaves its slot null.
+bool CudaRuntime::resolveOptional(void* library) {
+  (void)resolve(library, "cuStreamIsCapturing", 10000, "cuStreamIsCapturing",
+                &streamIsCapturing_);
+  if (!resolve(library, "cuMemAlloc", 3020, "cuMemAlloc_v2", &memAlloc_) ||
+      !resolve(library, "cuMemFree", 3020, "cuMemFree_v2", &memFree_)) {
+    memAlloc_ = nullptr;
+    memFree_ = nullptr;
+  }
+  (void)resolve(library, "cuMemcpyDtoHAsync", 3020, "cuMemcpyDtoHAsync_v2", &memcpyDtoHAsync_);
+  return true;
 }
 
 // Optional: always true. hasVmm_ says whether VMM allocations can be exported.
@@ -395,6 +435,7 @@ bool CudaRuntime::ownsStream(void* stream) {
 }
 
 Status CudaRuntime::launchHostFunc(void* stream, HostFn fn, void* arg) {
+  LegacyStreamContext context(*this, stream);
   const CuResult result = launchHostFunc_(stream, fn, arg);
   if (result != kCudaSuccess) return failure("cuLaunchHostFunc", result);
   return okStatus();
@@ -418,6 +459,7 @@ Status CudaRuntime::waitValue32(void* stream, std::atomic<uint32_t>* word, uint3
     if (result != kCudaSuccess) return failure("cuMemHostGetDevicePointer", result);
   }
   // GEQ compares (int32_t)(*word - value) >= 0, so the flag may count past `value`.
+  LegacyStreamContext context(*this, stream);
   const CuResult result = streamWaitValue32_(stream, device, value, kStreamWaitValueGeq);
   if (result != kCudaSuccess) return failure("cuStreamWaitValue32", result);
   return okStatus();
@@ -442,11 +484,55 @@ Status CudaRuntime::registerHostMemory(void* ptr, size_t bytes) {
 }
 
 Status CudaRuntime::synchronize(void* stream) {
+  LegacyStreamContext context(*this, stream);
   const CuResult result = streamSynchronize_(stream);
   if (result == kCudaErrorInvalidContext) {
     return failure("cuStreamSynchronize (no CUDA context on this thread)", result);
   }
   if (result != kCudaSuccess) return failure("cuStreamSynchronize", result);
+  return okStatus();
+}
+
+Status CudaRuntime::checkNotCapturing(void* stream) {
+  if (streamIsCapturing_ == nullptr) return okStatus();
+  LegacyStreamContext context(*this, stream);
+  int capture = kStreamCaptureStatusNone;
+  const CuResult result = streamIsCapturing_(stream, &capture);
+  // The legacy stream while another stream captures in global mode: using it would invalidate
+  // that capture, as NCCL's work would.
+  if (result == kCudaErrorStreamCaptureImplicit) capture = kStreamCaptureStatusActive;
+  else if (result != kCudaSuccess) return failure("cuStreamIsCapturing", result);
+  if (capture == kStreamCaptureStatusNone) return okStatus();
+  return Status{Code::Unsupported,
+                "the stream is being captured into a CUDA graph; hetero-comm operations cannot "
+                "be captured and replayed: issue them outside the capture"};
+}
+
+Result<void*> CudaRuntime::allocateDevice(size_t bytes) {
+  if (memAlloc_ == nullptr) return DeviceRuntime::allocateDevice(bytes);
+  // The caller's current context (its device), as cudaMalloc; a thread without one gets a
+  // primary context the process already uses.
+  ContextForCall context(*this, kAnyDevice);
+  CuDevicePtr device = 0;
+  const CuResult result = memAlloc_(&device, bytes);
+  if (result != kCudaSuccess) return failure("cuMemAlloc", result);
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(device));
+}
+
+Status CudaRuntime::freeDevice(void* ptr) {
+  if (memFree_ == nullptr) return DeviceRuntime::freeDevice(ptr);
+  ContextForCall context(*this, kAnyDevice);
+  const CuResult result = memFree_(static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(ptr)));
+  if (result != kCudaSuccess) return failure("cuMemFree", result);
+  return okStatus();
+}
+
+Status CudaRuntime::copyToHostAsync(void* stream, void* dst, const void* src, size_t bytes) {
+  if (memcpyDtoHAsync_ == nullptr) return DeviceRuntime::copyToHostAsync(stream, dst, src, bytes);
+  LegacyStreamContext context(*this, stream);
+  const CuResult result = memcpyDtoHAsync_(
+      dst, static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(src)), bytes, stream);
+  if (result != kCudaSuccess) return failure("cuMemcpyDtoHAsync", result);
   return okStatus();
 }
 

@@ -37,6 +37,7 @@ namespace {
 using HipError = int;
 constexpr HipError kHipSuccess = 0;
 constexpr HipError kHipErrorHostMemoryAlreadyRegistered = 712;
+constexpr HipError kHipErrorStreamCaptureImplicit = 906;
 // hipStream_t and hipStreamCallback_t.
 using HipStream = void*;
 using HipStreamCallback = void (*)(HipStream, HipError, void*);
@@ -93,6 +94,10 @@ class HipRuntime final : public DeviceRuntime {
   Status waitValue32(void* stream, std::atomic<uint32_t>* word, uint32_t value) override;
   Status registerHostMemory(void* ptr, size_t bytes) override;
   Status synchronize(void* stream) override;
+  Status checkNotCapturing(void* stream) override;
+  Result<void*> allocateDevice(size_t bytes) override;
+  Status freeDevice(void* ptr) override;
+  Status copyToHostAsync(void* stream, void* dst, const void* src, size_t bytes) override;
 
  private:
   // A host range registered with registerHostMemory() and where the device sees it.
@@ -144,6 +149,10 @@ class HipRuntime final : public DeviceRuntime {
   HipError (*hostGetDevicePointer_)(void**, void*, unsigned) = nullptr;
   HipError (*hostRegister_)(void*, size_t, unsigned) = nullptr;
   HipError (*streamSynchronize_)(HipStream) = nullptr;
+  HipError (*streamIsCapturing_)(HipStream, int*) = nullptr;  // optional: none is capturing
+  HipError (*malloc_)(void**, size_t) = nullptr;                // optional, with free_
+  HipError (*free_)(void*) = nullptr;
+  HipError (*memcpyDtoHAsync_)(void*, void*, size_t, HipStream) = nullptr;  // optional
   HipError (*deviceGetAttribute_)(int*, int, int) = nullptr;
   // VMM exports; all three or none (hasVmm_).
   HipError (*memRetainAllocationHandle_)(HipMemHandle*, void*) = nullptr;
@@ -198,6 +207,13 @@ HipRuntime* HipRuntime::createIfLoaded() {
     return nullptr;
   }
   (void)resolve(library, "hipPointerGetAttribute", &runtime->pointerGetAttribute_);
+  (void)resolve(library, "hipStreamIsCapturing", &runtime->streamIsCapturing_);
+  (void)resolve(library, "hipMemcpyDtoHAsync", &runtime->memcpyDtoHAsync_);
+  if (!resolve(library, "hipMalloc", &runtime->malloc_) ||
+      !resolve(library, "hipFree", &runtime->free_)) {
+    runtime->malloc_ = nullptr;
+    runtime->free_ = nullptr;
+  }
   runtime->hasVmm_ =
       resolve(library, "hipMemRetainAllocationHandle", &runtime->memRetainAllocationHandle_) &&
       resolve(library, "hipMemExportToShareableHandle", &runtime->memExportToShareableHandle_) &&
@@ -428,6 +444,43 @@ Status HipRuntime::registerHostMemory(void* ptr, size_t bytes) {
 Status HipRuntime::synchronize(void* stream) {
   HipError error = streamSynchronize_(stream);
   if (error != kHipSuccess) return failure("hipStreamSynchronize", error);
+  return okStatus();
+}
+
+Status HipRuntime::checkNotCapturing(void* stream) {
+  if (streamIsCapturing_ == nullptr) return okStatus();
+  int capture = 0;  // hipStreamCaptureStatusNone
+  const HipError error = quietly([&] { return streamIsCapturing_(stream, &capture); });
+  // The null stream while another stream captures in global mode: using it would invalidate
+  // that capture, as RCCL's work would.
+  if (error == kHipErrorStreamCaptureImplicit) capture = 1;  // hipStreamCaptureStatusActive
+  else if (error != kHipSuccess) return failure("hipStreamIsCapturing", error);
+  if (capture == 0) return okStatus();
+  return Status{Code::Unsupported,
+                "the stream is being captured into a HIP graph; hetero-comm operations cannot be "
+                "captured and replayed: issue them outside the capture"};
+}
+
+Result<void*> HipRuntime::allocateDevice(size_t bytes) {
+  if (malloc_ == nullptr) return DeviceRuntime::allocateDevice(bytes);
+  void* ptr = nullptr;  // on the caller's current device, as hipMalloc
+  const HipError error = quietly([&] { return malloc_(&ptr, bytes); });
+  if (error != kHipSuccess) return failure("hipMalloc", error);
+  return ptr;
+}
+
+Status HipRuntime::freeDevice(void* ptr) {
+  if (free_ == nullptr) return DeviceRuntime::freeDevice(ptr);
+  const HipError error = quietly([&] { return free_(ptr); });
+  if (error != kHipSuccess) return failure("hipFree", error);
+  return okStatus();
+}
+
+Status HipRuntime::copyToHostAsync(void* stream, void* dst, const void* src, size_t bytes) {
+  if (memcpyDtoHAsync_ == nullptr) return DeviceRuntime::copyToHostAsync(stream, dst, src, bytes);
+  const HipError error =
+      quietly([&] { return memcpyDtoHAsync_(dst, const_cast<void*>(src), bytes, stream); });
+  if (error != kHipSuccess) return failure("hipMemcpyDtoHAsync", error);
   return okStatus();
 }
 

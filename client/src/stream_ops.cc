@@ -25,7 +25,7 @@ void submitFromStream(void* arg) {
   if (op->cancelled.load()) return;
   std::vector<Submission> one;
   one.push_back(std::move(op->sub));
-  one.front().stream = nullptr;  // submitted here, in stream order: not the group path
+  one.front().runtime = nullptr;  // submitted here, in stream order: not the group path
   // A failure finishes the request, which sets the flag the stream waits on next.
   (void)submitNow(one);
 }
@@ -50,6 +50,15 @@ Status attachFlag(Submission& sub, DoneSlot* slot) {
   return okStatus();
 }
 
+// A device-resident scalar: copied on the stream, after the work queued before the operation,
+// into the slot beside its flag, where the daemon reads it (the entry names it).
+Status copyScalar(Submission& sub, const DoneSlot& slot) {
+  if (sub.deviceScalar == nullptr) return okStatus();
+  sub.entry.scalar = slot.offset + kDoneSlotScalarOffset;
+  return sub.runtime->copyToHostAsync(sub.stream, slot.scalar(), sub.deviceScalar,
+                                      sub.scalarBytes);
+}
+
 }  // namespace
 
 Status submitOnStream(Submission sub) {
@@ -61,6 +70,12 @@ Status submitOnStream(Submission sub) {
   Status s = attachFlag(sub, &op->slot);
   if (!s.isOk()) {
     finishRequest(sub.request, s, {}, FailureSeenBy::Caller);
+    return s;
+  }
+  s = copyScalar(sub, op->slot);
+  if (!s.isOk()) {
+    finishRequest(sub.request, s, {}, FailureSeenBy::Caller);
+    op->conn->doneFlags().release(op->slot);
     return s;
   }
   op->sub = std::move(sub);
@@ -87,19 +102,24 @@ Status submitOnStream(Submission sub) {
 Status prepareGroupStreams(std::vector<Submission>& subs) {
   std::set<std::pair<DeviceRuntime*, void*>> waited;
   for (Submission& sub : subs) {
-    if (sub.stream == nullptr) continue;
+    if (!sub.onStream()) continue;
     if (waited.insert({sub.runtime, sub.stream}).second) {
       HC_RETURN_IF_ERROR(sub.runtime->synchronize(sub.stream));
     }
     DoneSlot slot;
     HC_RETURN_IF_ERROR(attachFlag(sub, &slot));
+    if (sub.deviceScalar != nullptr) {
+      // The stream is idle: the copy is done once it drains again.
+      HC_RETURN_IF_ERROR(copyScalar(sub, slot));
+      HC_RETURN_IF_ERROR(sub.runtime->synchronize(sub.stream));
+    }
   }
   return okStatus();
 }
 
 void orderGroupStreams(std::vector<Submission>& subs) {
   for (Submission& sub : subs) {
-    if (sub.stream == nullptr) continue;
+    if (!sub.onStream()) continue;
     auto op = std::make_unique<StreamOp>();
     op->conn = sub.comm->conn;
     op->request = sub.request;

@@ -23,10 +23,16 @@ struct Submission {
   // Until prepared, the offset of a staged buffer reference is relative to the staging block.
   bool sendStaged = false;
   bool recvStaged = false;
-  // Device memory: the runtime of the buffers (null for host memory), and the caller's stream
-  // when the operation is stream-ordered on it (stream_ops.h).
+  // A stream-ordered operation (stream_ops.h): the runtime whose stream orders it, null when the
+  // operation is not stream-ordered, and that stream (null: the runtime's legacy default stream).
   DeviceRuntime* runtime = nullptr;
   void* stream = nullptr;
+  bool onStream() const { return runtime != nullptr; }
+  // A pre-multiplied sum's scalar in device memory of scalarRuntime (PremulOp::deviceScalar),
+  // scalarBytes long: copied into the op's done-flag slot on its stream before it is submitted.
+  const void* deviceScalar = nullptr;
+  DeviceRuntime* scalarRuntime = nullptr;
+  size_t scalarBytes = 0;
 };
 
 // Makes the entry's buffer references final: acquires the staging block (once per staging),

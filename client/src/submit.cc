@@ -172,7 +172,8 @@ ipc::BufferRef processMemoryRef(const void* p) {
   return ref;
 }
 
-Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg recv) {
+Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg recv,
+                    DeviceRuntime** bufferRuntime) {
   auto sendAt = residenceOf(conn, "send buffer", send);
   if (!sendAt.isOk()) return sendAt.status();
   auto recvAt = residenceOf(conn, "recv buffer", recv);
@@ -211,7 +212,21 @@ Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg
   sub->entry.recv = *r;
   sub->sendStaged = sendHost;
   sub->recvStaged = recvHost;
-  sub->runtime = sendAt->runtime != nullptr ? sendAt->runtime : recvAt->runtime;
+  *bufferRuntime = sendAt->runtime != nullptr ? sendAt->runtime : recvAt->runtime;
+  return okStatus();
+}
+
+Status chooseStream(const CommState& comm, DeviceRuntime* bufferRuntime, void* stream,
+                    Submission* sub) {
+  DeviceRuntime* ordering = comm.streamRuntime.load(std::memory_order_relaxed);
+  if (ordering == nullptr && stream != nullptr && bufferRuntime != nullptr &&
+      bufferRuntime->ownsStream(stream)) {
+    ordering = bufferRuntime;
+  }
+  if (ordering == nullptr) return okStatus();
+  HC_RETURN_IF_ERROR(ordering->checkNotCapturing(stream));
+  sub->runtime = ordering;
+  sub->stream = stream;
   return okStatus();
 }
 
@@ -230,9 +245,12 @@ hc_status_t postOp(hc_comm_t comm, ipc::SubmitEntry e, BufferArg send, BufferArg
   sub.entry.commHandle = state->handle.load();
   sub.comm = state;
   Status s = checkCall(e, state->rank.load(), state->nranks.load(), send, recv);
-  if (s.isOk()) s = applyRedop(*state, redop, &sub.entry);
+  if (s.isOk()) s = applyRedop(*state, redop, &sub);
+  DeviceRuntime* bufferRuntime = nullptr;
   if (s.isOk()) {
-    s = placeBuffers(*state->conn, &sub, send, recv);
+    s = placeBuffers(*state->conn, &sub, send, recv, &bufferRuntime);
+    if (s.isOk()) s = chooseStream(*state, bufferRuntime, stream, &sub);
+    if (s.isOk()) s = checkDeviceScalar(sub);
     if (!s.isOk()) s = Status{s.code(), std::string(opName(e.op)) + ": " + s.message()};
   }
   if (!s.isOk()) return rejectOp(s, state.get());
@@ -249,12 +267,9 @@ hc_status_t postOp(hc_comm_t comm, ipc::SubmitEntry e, BufferArg send, BufferArg
       return rejectOp(oom, state.get());
     }
   }
-  if (stream != nullptr && sub.runtime != nullptr && sub.runtime->ownsStream(stream)) {
-    sub.stream = stream;
-  }
   if (groupOpen()) {
     recordInGroup(std::move(sub));
-  } else if (sub.stream != nullptr) {
+  } else if (sub.onStream()) {
     s = submitOnStream(std::move(sub));
     if (!s.isOk()) {
       delete handle;
@@ -293,7 +308,7 @@ Status submitNow(std::vector<Submission>& subs) {
     if (s.isOk()) s = prepareSubmission(sub);
   }
   const bool onStreams =
-      std::any_of(subs.begin(), subs.end(), [](const Submission& sub) { return sub.stream; });
+      std::any_of(subs.begin(), subs.end(), [](const Submission& sub) { return sub.onStream(); });
   if (s.isOk() && onStreams) s = prepareGroupStreams(subs);
   for (auto unit : units) {
     if (!s.isOk()) break;

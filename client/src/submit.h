@@ -21,7 +21,7 @@ struct BufferArg {
 
 // Validates the call (communicator, dtype, root or peer, sizes), places the buffers, applies the
 // reduction operator and posts the operation. Sets *req, when req is not NULL, only on success.
-// With a stream of the buffers' device runtime, the operation is stream-ordered (stream_ops.h).
+// Whether it is stream-ordered (stream_ops.h) is chooseStream's answer.
 hc_status_t postOp(hc_comm_t comm, ipc::SubmitEntry e, BufferArg send, BufferArg recv, int redop,
                    hc_stream_t stream, hc_request_t* req);
 
@@ -34,7 +34,16 @@ hc_status_t rejectOp(const Status& s, CommState* comm);
 // (the daemon stages it), else through a new staging (sub->staging), with references relative
 // to the block until prepared. The request keeps the
 // staging when results must be copied out.
-Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg recv);
+// Sets *bufferRuntime to the runtime of the device buffers (null: none is device memory).
+Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg recv,
+                    DeviceRuntime** bufferRuntime);
+
+// Decides whether sub is stream-ordered, and on which stream, by the communicator's rule: with
+// NCCL's (hc_comm_order_on_streams) every operation on `stream` of the communicator's runtime, 0
+// being its legacy default stream; else hc's, a device buffer's operation on a non-null stream
+// of its runtime. Refuses a stream being captured into a graph.
+Status chooseStream(const CommState& comm, DeviceRuntime* bufferRuntime, void* stream,
+                    Submission* sub);
 
 // A reference `relative` bytes into a staging block; rebased by prepareSubmission().
 ipc::BufferRef stagedRef(uint64_t relative);

@@ -26,6 +26,7 @@ constexpr CodePair kCodeTable[] = {
     // hc -> gRPC only: no gRPC code of their own; the message says which.
     {Code::DeviceError, grpc::StatusCode::INTERNAL},
     {Code::TransportError, grpc::StatusCode::UNAVAILABLE},
+    {Code::Unsupported, grpc::StatusCode::UNIMPLEMENTED},
     // InProgress is not a result an RPC may end with: a bug in the service.
     {Code::InProgress, grpc::StatusCode::INTERNAL},
     // gRPC -> hc only: codes our services never send but gRPC or a foreign server may.

@@ -1,11 +1,15 @@
 // Version, unique ids and the creation of communicators: init (plain, with a config, scalable,
-// inside a group) and split, each recorded in the side table; and the queries. Their end
+// inside a group, all ranks of a process at once) and split, each recorded in the side table;
+// and the queries. Their end
 // (finalize, destroy, abort) is in comm_lifecycle.cc.
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "shim/src/comm_table.h"
 #include "shim/src/shim.h"
@@ -87,6 +91,19 @@ std::string initText(ncclComm_t comm, int rank, int nranks) {
          std::to_string(nranks);
 }
 
+// What NCCL_DEBUG=INFO adds to a started init: how host memory reaches the daemon and how
+// operations are ordered. Built only at INFO (asking for the memory path may probe the daemon).
+std::string pathsText() {
+  if (hc::shim::debugLevel() < hc::shim::DebugLevel::Info) return "";
+  const char* memory = nullptr;
+  std::string text = "; host memory: ";
+  text += hc_get_memory_path(&memory) == HC_OK && memory != nullptr ? memory : "unknown";
+  text += hc::shim::streamsOrdered()
+              ? "; operations ordered on the given stream (NULL: the legacy default stream)"
+              : "; no GPU runtime loaded: a NULL-stream operation completes before the call returns";
+  return text;
+}
+
 }  // namespace
 
 extern "C" {
@@ -132,13 +149,15 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   *comm = asNccl(c);
   if (s != HC_OK && s != HC_IN_PROGRESS) return hc::shim::fromHcConnecting(s, "ncclCommInitRank");
   hc::shim::rememberComm(*comm, newInfo(settings));
+  hc::shim::orderOnStreams(*comm);
   if (inGroup) {
     hc::shim::deferInit(*comm, settings.blocking);
-    hc::shim::info(initText(*comm, rank, nranks) + " - Init started inside a group");
+    hc::shim::info(initText(*comm, rank, nranks) + " - Init started inside a group" + pathsText());
     return ncclSuccess;
   }
-  hc::shim::info(initText(*comm, rank, nranks) + (s == HC_OK ? " - Init COMPLETE (hetero-commd)"
-                                                             : " - Init started, non-blocking"));
+  hc::shim::info(initText(*comm, rank, nranks) +
+                 (s == HC_OK ? " - Init COMPLETE (hetero-commd)" : " - Init started, non-blocking") +
+                 pathsText());
   return fromHc(s, nullptr);
 }
 
@@ -155,13 +174,42 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
   return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
 }
 
-ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int*) {
+// Every rank of the communicator in this process (hc_comm_init_all), each made as init makes a
+// communicator: in the side table, ordered on streams. It blocks until all are ready, inside a
+// group too: every rank joins within this call, so nothing waits for a call yet to come.
+ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  hc::shim::printBannerOnce();
   if (comm == nullptr || ndev <= 0) {
     return fail(ncclInvalidArgument, "ncclCommInitAll: comm is NULL or ndev < 1");
   }
-  return hc::shim::unsupported("ncclCommInitAll",
-                               "several ranks in one process (libhcclient serves one rank per "
-                               "process); start one process per rank");
+  std::fill_n(comm, ndev, nullptr);
+  if (devlist != nullptr) {
+    // NCCL's answer to two ranks on one device (hc's is HC_INVALID_ARGUMENT, as for a bad one).
+    std::unordered_set<int> seen;
+    for (int i = 0; i < ndev; ++i) {
+      if (devlist[i] >= 0 && !seen.insert(devlist[i]).second) {
+        return fail(ncclInvalidUsage, "ncclCommInitAll: device " + std::to_string(devlist[i]) +
+                                          " is listed twice; each rank needs a device of its own");
+      }
+    }
+  }
+  // No config: NCCL_COMM_BLOCKING decides the mode of the later calls (finalize), as in NCCL.
+  hc_config_t cfg;
+  Settings settings;
+  const ncclResult_t r = readConfig(nullptr, nullptr, &cfg, &settings);
+  if (r != ncclSuccess) return r;
+  std::vector<hc_comm_t> made(static_cast<size_t>(ndev), nullptr);
+  const hc_status_t s = hc_comm_init_all(made.data(), ndev, devlist);
+  if (s != HC_OK) return hc::shim::fromHcConnecting(s, "ncclCommInitAll");
+  for (int i = 0; i < ndev; ++i) {
+    comm[i] = asNccl(made[static_cast<size_t>(i)]);
+    hc::shim::rememberComm(comm[i], newInfo(settings));
+    hc::shim::orderOnStreams(comm[i]);
+    hc::shim::info(initText(comm[i], i, ndev) + " device " +
+                   std::to_string(devlist != nullptr ? devlist[i] : i) +
+                   " - Init COMPLETE (hetero-commd, ncclCommInitAll)" + pathsText());
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
@@ -182,7 +230,10 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   const hc_status_t s = hc_comm_split(asHc(comm), color, key, &c, &cfg);
   *newcomm = asNccl(c);
   if (s == HC_OK || s == HC_IN_PROGRESS) {
-    if (*newcomm != nullptr) hc::shim::rememberComm(*newcomm, newInfo(settings));
+    if (*newcomm != nullptr) {
+      hc::shim::rememberComm(*newcomm, newInfo(settings));
+      hc::shim::orderOnStreams(*newcomm);
+    }
     hc::shim::info("comm " + hc::shim::pointerText(comm) + " split color " + std::to_string(color) +
                    " key " + std::to_string(key) + " -> comm " + hc::shim::pointerText(*newcomm) +
                    (s == HC_IN_PROGRESS ? " (started, non-blocking)" : ""));

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "shim/src/comm_table.h"
@@ -26,6 +27,9 @@ struct PendingInit {
   ncclComm_t comm;
   bool blocking;
 };
+
+// The process's stream mode (orderOnStreams).
+std::atomic<bool> gStreamsOrdered{false};
 
 // Per thread, as NCCL's groups are.
 thread_local int tlsGroupDepth = 0;
@@ -68,6 +72,16 @@ namespace hc::shim {
 int groupDepth() { return tlsGroupDepth; }
 
 void deferInit(ncclComm_t comm, bool blocking) { tlsPendingInits.push_back({comm, blocking}); }
+
+void orderOnStreams(ncclComm_t comm) {
+  const hc_runtime_t runtime = thisLibrary() == Library::Nccl ? HC_RUNTIME_CUDA : HC_RUNTIME_HIP;
+  // HC_NOT_FOUND: no runtime in this process, which is the host-only mode, not an error.
+  if (comm != nullptr && hc_comm_order_on_streams(asHc(comm), runtime) == HC_OK) {
+    gStreamsOrdered.store(true, std::memory_order_relaxed);
+  }
+}
+
+bool streamsOrdered() { return gStreamsOrdered.load(std::memory_order_relaxed); }
 
 ncclResult_t trackOrWait(ncclComm_t comm, hc_request_t req) {
   if (tlsGroupDepth > 0) {
@@ -146,9 +160,14 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   return fromHc(hc_redop_destroy(static_cast<hc_redop_t>(static_cast<int>(op)), asHc(comm)), comm);
 }
 
-// TODO: device memory where a CUDA (libnccl) or HIP (librccl) runtime is loaded (issue 18);
-// daemon-segment host memory, zero-copy, for now.
+// Device memory of this library's runtime (CUDA for libnccl, HIP for librccl) where the process
+// has loaded it, as NCCL gives; else daemon-segment host memory, which operations use zero-copy.
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+  const hc_runtime_t runtime =
+      hc::shim::thisLibrary() == hc::shim::Library::Nccl ? HC_RUNTIME_CUDA : HC_RUNTIME_HIP;
+  const hc_status_t s = hc_mem_alloc_device(ptr, size, runtime);
+  if (s != HC_NOT_FOUND) return fromHc(s, nullptr);
   return hc::shim::fromHcConnecting(hc_mem_alloc(ptr, size), "ncclMemAlloc");
 }
 

@@ -53,11 +53,18 @@ inline ncclComm_t asNccl(hc_comm_t comm) { return reinterpret_cast<ncclComm_t>(c
 ncclResult_t toHcDtype(ncclDataType_t dtype, hc_dtype_t* out);
 
 // ---- completion (group.cc) ----
-// Submits one operation. With a stream, hc orders it on the stream and the call returns once it
-// is submitted. With the NULL stream the operation completes before the call returns, or, inside
-// a group, before the outermost ncclGroupEnd returns (hc's host path has no stream to wait on).
-// TODO: NULL must mean the legacy default stream where a GPU runtime is loaded, and host buffers
-// on a stream must be stream ordered (issue 18); this is the host-only behaviour.
+// Asks hc to order comm's operations on streams as NCCL does (hc_comm_order_on_streams with this
+// library's runtime: CUDA for libnccl.so.2, HIP for librccl.so.1). Call on every communicator
+// made (init, split, InitAll). Whether it took is the process's stream mode: the client finds a
+// runtime once per process, so every communicator of the process agrees.
+void orderOnStreams(ncclComm_t comm);
+// true once a communicator of this process is ordered on streams.
+bool streamsOrdered();
+// Submits one operation, as NCCL does. Where the library's GPU runtime is loaded (streamsOrdered)
+// hc orders it on its stream, whatever memory its buffers are in, NULL being the runtime's legacy
+// default stream, and the call returns once it is enqueued. In a process with no GPU runtime the
+// NULL-stream operation completes before the call returns, or, inside a group, before the
+// outermost ncclGroupEnd returns: there is no stream to order it on.
 template <class Submit>
 ncclResult_t issue(ncclComm_t comm, hcNcclStream_t stream, Submit&& submit);
 ncclResult_t trackOrWait(ncclComm_t comm, hc_request_t req);
@@ -70,10 +77,13 @@ void deferInit(ncclComm_t comm, bool blocking);
 
 template <class Submit>
 ncclResult_t issue(ncclComm_t comm, hcNcclStream_t stream, Submit&& submit) {
+  // In a process with no GPU runtime a non-NULL stream (a sim stream, or a handle of nothing) is
+  // asynchronous too: the call returns once submitted and ncclCommFinalize waits.
+  const bool onStream = streamsOrdered() || stream != nullptr;
   hc_request_t req = nullptr;
-  const hc_status_t s = submit(stream != nullptr ? nullptr : &req);
+  const hc_status_t s = submit(onStream ? nullptr : &req);
   if (s == HC_IN_PROGRESS) return notReady(comm);
-  if (s != HC_OK || stream != nullptr) return fromHc(s, comm);
+  if (s != HC_OK || onStream) return fromHc(s, comm);
   return trackOrWait(comm, req);
 }
 

@@ -24,6 +24,7 @@ constexpr ncclResult_t kStatusTable[] = {
     ncclUnhandledCudaError,  // HC_DEVICE_ERROR
     ncclSystemError,         // HC_TRANSPORT_ERROR
     ncclInternalError,       // HC_INTERNAL
+    ncclInvalidUsage,        // HC_UNSUPPORTED: e.g. a stream being captured into a graph
 };
 static_assert(std::size(kStatusTable) == HC_NUM_STATUS, "one row per hc_status_t");
 

@@ -140,6 +140,9 @@ TEST(ShimDebugTest, NcclDebugInfoGoesToTheDebugFileWithEventsAndIgnoredVariables
   const std::string log = readFile(daemon->dir() + "/nccl." + std::to_string(rank->pid()) + ".log");
   EXPECT_NE(log.find("NCCL INFO libnccl.so.2: comm 0x"), std::string::npos) << log;
   EXPECT_NE(log.find("rank 0 nRanks 1 - Init COMPLETE"), std::string::npos) << log;
+  // Which path host memory takes and how operations are ordered (no GPU runtime here).
+  EXPECT_NE(log.find("; host memory: "), std::string::npos) << log;
+  EXPECT_NE(log.find("no GPU runtime loaded"), std::string::npos) << log;
   EXPECT_NE(log.find("NCCL_IB_HCA is set and has no effect"), std::string::npos) << log;
   EXPECT_EQ(log.find("NCCL_DEBUG is set"), std::string::npos) << log;
   // With a debug file, stderr carries none of it.

@@ -67,8 +67,13 @@ typedef struct {
 
 typedef struct hc_comm* hc_comm_t;
 typedef struct hc_request* hc_request_t;
-/* A device stream (cudaStream_t / hipStream_t) for device buffers; NULL for host memory. */
+/* A device stream (cudaStream_t / hipStream_t) for device buffers; NULL for host memory. On a
+ * communicator ordered on streams (hc_comm_order_on_streams) every operation takes its stream,
+ * and NULL is the runtime's legacy default stream. */
 typedef void* hc_stream_t;
+
+/* A GPU runtime of the calling process, as hc_comm_order_on_streams names it. */
+typedef enum { HC_RUNTIME_CUDA = 1, HC_RUNTIME_HIP = 2 } hc_runtime_t;
 
 typedef enum {
   HC_OK = 0,
@@ -83,7 +88,8 @@ typedef enum {
   HC_DEVICE_ERROR = 9,
   HC_TRANSPORT_ERROR = 10,
   HC_INTERNAL = 11,
-  HC_NUM_STATUS = 12
+  HC_UNSUPPORTED = 12, /* a valid call hc cannot carry out here (a stream being graph-captured) */
+  HC_NUM_STATUS = 13
 } hc_status_t;
 
 /* Values equal ncclDataType_t. */
@@ -143,6 +149,17 @@ hc_status_t hc_get_unique_id(hc_unique_id_t* id);
 hc_status_t hc_comm_init_rank(hc_comm_t* comm, int nranks, hc_unique_id_t id, int rank);
 hc_status_t hc_comm_init_rank_config(hc_comm_t* comm, int nranks, hc_unique_id_t id, int rank,
                                      hc_config_t* config);
+/* One communicator of ndev ranks, all in this process, as ncclCommInitAll makes one: rank i in
+ * comms[i], on device devlist[i] (NULL devlist: device i). A device is the number the caller's
+ * GPU runtime gives it (the CUDA or HIP ordinal); hc_comm_device reports it. hc finds each
+ * buffer's device by its address, so the number only has to be >= 0 and name one rank only; it is
+ * not checked against the runtime's devices. Blocks until every rank is ready: the ranks join
+ * together under a fresh id of this daemon alone. On failure every comms[i] is NULL and nothing
+ * of the communicator remains: HC_INVALID_ARGUMENT for comms NULL, ndev < 1, a negative or
+ * repeated device, or the daemon's refusal (e.g. more ranks than its session.max_ranks); the
+ * daemon's error otherwise. Operations then follow the usual rules: a collective waits for every
+ * rank, so one thread issues the ranks' calls inside hc_group_start / hc_group_end, or each rank
+ * runs on a thread of its own. */
 hc_status_t hc_comm_init_all(hc_comm_t* comms, int ndev, const int* devlist);
 /* Collective over comm: ranks of one color form a new communicator, ordered by key (ties by
  * rank in comm). color >= 0, or HC_SPLIT_NOCOLOR to get *newcomm = NULL. Blocks like init unless
@@ -155,16 +172,39 @@ hc_status_t hc_comm_finalize(hc_comm_t comm);
 /* Frees the local handle; the communicator must be finalized or idle. */
 hc_status_t hc_comm_destroy(hc_comm_t comm);
 /* Fails every pending operation of comm on every rank, then frees the handle. Never blocks on
- * other ranks. */
+ * other ranks, nor on calls in flight on comm in other threads: those keep the handle until they
+ * return (a wait among them returns HC_UNAVAILABLE). A second abort of comm returns HC_OK.
+ * After hc_comm_destroy or hc_comm_abort, a call that still reaches the handle (a thread started
+ * before it) fails: HC_UNAVAILABLE when it was aborted, HC_INVALID_ARGUMENT when destroyed, and
+ * hc_comm_get_async_error of an aborted handle gives HC_UNAVAILABLE. Such calls are safe while
+ * fewer than 256 other communicators of the process have ended since; later ones must not be
+ * made, as with any freed handle. */
 hc_status_t hc_comm_abort(hc_comm_t comm);
 hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* async_error);
 hc_status_t hc_comm_count(hc_comm_t comm, int* count);
+/* The device hc_comm_init_all put this rank on (a split inherits it); -1 for a communicator made
+ * otherwise. */
 hc_status_t hc_comm_device(hc_comm_t comm, int* device);
 hc_status_t hc_comm_user_rank(hc_comm_t comm, int* rank);
+/* Stream ordering as NCCL defines it, for NCCL-like callers (the shim sets it on every
+ * communicator it makes). From this call on, every operation on comm is ordered on the stream it
+ * is given, of `runtime`, whatever memory its buffers are in: it starts once the work queued on
+ * the stream before it completed, later work waits for its result, and the call returns once it
+ * is enqueued (a failure found later is comm's asynchronous error). A NULL stream is the legacy
+ * default stream of the calling thread's current context. A stream being captured into a graph
+ * is refused with HC_UNSUPPORTED. HC_NOT_FOUND when `runtime` is not loaded in this process:
+ * then nothing changes (a NULL stream still means none). Communicators split from comm inherit
+ * it. */
+hc_status_t hc_comm_order_on_streams(hc_comm_t comm, hc_runtime_t runtime);
 
 /* ---- memory ---- */
 /* Allocates size bytes of host memory shared with the daemon (page aligned, pre-faulted). */
 hc_status_t hc_mem_alloc(void** ptr, size_t size);
+/* Allocates size bytes of device memory of `runtime` on the calling thread's current device, as
+ * cudaMalloc / hipMalloc do (ncclMemAlloc's memory); operations take it through the device path.
+ * HC_NOT_FOUND when that runtime is not loaded in this process. Freed by hc_mem_free. */
+hc_status_t hc_mem_alloc_device(void** ptr, size_t size, hc_runtime_t runtime);
+/* Frees memory of hc_mem_alloc or hc_mem_alloc_device. */
 hc_status_t hc_mem_free(void* ptr);
 /* How host memory not from hc_mem_alloc reaches the daemon on this process's connection,
  * connecting first if needed: "cross-memory attach", or "segment staging (...)" with the reason,
@@ -176,9 +216,14 @@ hc_status_t hc_comm_register(hc_comm_t comm, void* buff, size_t size, void** han
 hc_status_t hc_comm_deregister(hc_comm_t comm, void* handle);
 
 /* ---- reduction operators ---- */
-/* HC_SCALAR_HOST_IMMEDIATE: *scalar is read now. HC_SCALAR_DEVICE: scalar must point into
- * memory from hc_mem_alloc (host ranks keep "device" scalars there) and is read each time an
- * operation using op runs, as NCCL reads a device scalar. The operation's dtype must be dtype. */
+/* HC_SCALAR_HOST_IMMEDIATE: *scalar is read now. HC_SCALAR_DEVICE: scalar points into memory
+ * from hc_mem_alloc (host ranks keep "device" scalars there), or into CUDA or HIP device memory
+ * of this process; it is read each time an operation using op runs, as NCCL reads a device
+ * scalar. A scalar in CUDA or HIP memory is read in stream order (copied on the operation's
+ * stream just before the operation), so the operation must be ordered on a stream of that
+ * runtime (a device-buffer operation on one of its streams, or any operation of a communicator
+ * ordered by hc_comm_order_on_streams); other operations using op fail with
+ * HC_INVALID_ARGUMENT. The operation's dtype must be dtype. */
 hc_status_t hc_redop_create_premul_sum(hc_redop_t* op, void* scalar, hc_dtype_t dtype,
                                        hc_scalar_residence_t residence, hc_comm_t comm);
 hc_status_t hc_redop_destroy(hc_redop_t op, hc_comm_t comm);

@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "client/src/device_runtime.h"
@@ -230,41 +233,175 @@ TEST_F(CudaClientRuntimeTest, EveryNonNullStreamIsCudas) {
   EXPECT_TRUE(runtime_->ownsStream(reinterpret_cast<void*>(0x2)));  // CU_STREAM_PER_THREAD
 }
 
+// A stream of GPU 1's primary context, made as a framework makes its streams (the context is
+// current only while the stream is made); destroyed with the object, after its work has run.
+class FakeStreamOnGpu1 {
+ public:
+  explicit FakeStreamOnGpu1(fake_cuda::Inspector& fake) : fake_(fake) {
+    void* context = nullptr;
+    if (fake_.primaryCtxRetain(&context, 1) != 0) return;
+    if (fake_.ctxPush(context) == 0) {
+      made_ = fake_.streamCreate(&stream_, /*CU_STREAM_NON_BLOCKING=*/1) == 0;
+      void* popped = nullptr;
+      (void)fake_.ctxPop(&popped);
+    }
+    (void)fake_.primaryCtxRelease(1);
+  }
+  ~FakeStreamOnGpu1() {
+    if (made_) (void)fake_.streamDestroy(stream_);
+  }
+  void* get() const { return made_ ? stream_ : nullptr; }
+
+ private:
+  fake_cuda::Inspector& fake_;
+  void* stream_ = nullptr;
+  bool made_ = false;
+};
+
+// The sequence number of the first log line "<seq> <stream> <what>"; 0 when there is none.
+uint64_t seqOf(const std::string& log, const std::string& stream, const std::string& what) {
+  const std::string tail = " " + stream + " " + what + "\n";
+  for (size_t at = log.find(tail); at != std::string::npos; at = log.find(tail, at + 1)) {
+    const size_t lineStart = log.rfind('\n', at) == std::string::npos ? 0 : log.rfind('\n', at) + 1;
+    if (log.find(' ', lineStart) == at) return std::stoull(log.substr(lineStart, at - lineStart));
+  }
+  return 0;
+}
+
 TEST_F(CudaClientRuntimeTest, StreamWaitsOnTheRegisteredWordThroughItsDevicePointer) {
   alignas(64) static std::atomic<uint32_t> words[16];
   ASSERT_TRUE(runtime_->registerHostMemory(words, sizeof(words)).isOk());
   // Registering again (another slab of the same pages) is not an error.
   EXPECT_TRUE(runtime_->registerHostMemory(words, sizeof(words)).isOk());
-  int stream = 0;
+  FakeStreamOnGpu1 stream(*fake_);
+  ASSERT_NE(stream.get(), nullptr);
   uint64_t address = 0;
   uint32_t value = 0;
   const int before = fake_->lastWait(&address, &value);
-  ASSERT_TRUE(runtime_->waitValue32(&stream, &words[3], 5).isOk());
+  ASSERT_TRUE(runtime_->waitValue32(stream.get(), &words[3], 5).isOk());
   EXPECT_EQ(fake_->lastWait(&address, &value), before + 1);
   EXPECT_EQ(address, reinterpret_cast<uintptr_t>(&words[3]));  // the fake maps identically
   EXPECT_EQ(value, 5u);
 
+  // Work queued after the wait runs only once the word reaches the value.
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(runtime_
+                  ->launchHostFunc(
+                      stream.get(), [](void* arg) { static_cast<std::atomic<int>*>(arg)->store(1); },
+                      &ran)
+                  .isOk());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(ran.load(), 0) << "the host function ran before the word was set";
+  words[3].store(5);
+  ASSERT_TRUE(runtime_->synchronize(stream.get()).isOk());
+  EXPECT_EQ(ran.load(), 1);
+
   std::atomic<uint32_t> unregistered{0};
-  Status refused = runtime_->waitValue32(&stream, &unregistered, 1);
+  Status refused = runtime_->waitValue32(stream.get(), &unregistered, 1);
   EXPECT_EQ(refused.code(), Code::DeviceError);
   EXPECT_NE(refused.message().find("cuMemHostGetDevicePointer failed"), std::string::npos)
       << refused.message();
   EXPECT_EQ(runtime_->registerHostMemory(nullptr, 8).code(), Code::InvalidArgument);
 }
 
-TEST_F(CudaClientRuntimeTest, HostFunctionsRunOnTheStream) {
-  int stream = 0;
-  int calls = 0;
+TEST_F(CudaClientRuntimeTest, HostFunctionsRunOnTheStreamAfterItsEarlierWork) {
+  FakeStreamOnGpu1 stream(*fake_);
+  ASSERT_NE(stream.get(), nullptr);
+  struct Seen {
+    std::atomic<int> produced{0};
+    std::atomic<int> observed{-1};
+  } seen;
+  ASSERT_EQ(fake_->enqueueKernel(
+                stream.get(), "produce-for-host-fn", 50,
+                [](void* arg) { static_cast<Seen*>(arg)->produced.store(1); }, &seen),
+            0);
   ASSERT_TRUE(runtime_
                   ->launchHostFunc(
-                      &stream, [](void* arg) { ++*static_cast<int*>(arg); }, &calls)
+                      stream.get(),
+                      [](void* arg) {
+                        auto* s = static_cast<Seen*>(arg);
+                        s->observed.store(s->produced.load());
+                      },
+                      &seen)
                   .isOk());
-  EXPECT_EQ(calls, 1);
-  EXPECT_EQ(runtime_
-                ->launchHostFunc(
-                    nullptr, [](void*) {}, nullptr)
-                .code(),
-            Code::DeviceError);
+  EXPECT_EQ(seen.observed.load(), -1) << "cuLaunchHostFunc must return before its function ran";
+  ASSERT_TRUE(runtime_->synchronize(stream.get()).isOk());
+  EXPECT_EQ(seen.observed.load(), 1) << "the host function ran before the kernel ended";
+  const std::string log = fake_->log();
+  EXPECT_NE(log.find("kernel produce-for-host-fn end"), std::string::npos) << log;
+}
+
+TEST_F(CudaClientRuntimeTest, DeviceMemoryItAllocatesIsDeviceMemoryOfTheCurrentGpu) {
+  // No context is current: cuMemAlloc runs in GPU 1's primary context, which the process made.
+  Result<void*> allocated = runtime_->allocateDevice(1000);
+  ASSERT_TRUE(allocated.isOk()) << allocated.status().toString();
+  DevicePointer p;
+  ASSERT_TRUE(runtime_->lookup(static_cast<uint8_t*>(*allocated) + 999, &p));
+  EXPECT_EQ(p.device, 1);
+  EXPECT_EQ(p.base, reinterpret_cast<uintptr_t>(*allocated));
+  EXPECT_EQ(p.bytes, 1000u);
+  ASSERT_TRUE(runtime_->freeDevice(*allocated).isOk());
+  EXPECT_FALSE(runtime_->lookup(*allocated, &p)) << "freed memory is no longer the device's";
+  EXPECT_EQ(runtime_->freeDevice(*allocated).code(), Code::DeviceError) << "a second free";
+}
+
+TEST_F(CudaClientRuntimeTest, CopyToHostRunsAfterTheStreamsEarlierWork) {
+  FakeStreamOnGpu1 stream(*fake_);
+  ASSERT_NE(stream.get(), nullptr);
+  Result<void*> allocated = runtime_->allocateDevice(sizeof(uint64_t));
+  ASSERT_TRUE(allocated.isOk()) << allocated.status().toString();
+  auto* scalar = static_cast<uint64_t*>(*allocated);
+  *scalar = 1;
+  // A "kernel" that writes the scalar late; the copy queued after it must see its value.
+  ASSERT_EQ(fake_->enqueueKernel(
+                stream.get(), "write-scalar", 40,
+                [](void* arg) { *static_cast<uint64_t*>(arg) = 0x1122334455667788ull; }, scalar),
+            0);
+  alignas(64) static uint64_t landing[8];
+  ASSERT_TRUE(runtime_->registerHostMemory(landing, sizeof(landing)).isOk());
+  landing[1] = 0;
+  ASSERT_TRUE(runtime_->copyToHostAsync(stream.get(), &landing[1], scalar, 8).isOk());
+  EXPECT_EQ(landing[1], 0u) << "the copy ran before the kernel queued ahead of it";
+  ASSERT_TRUE(runtime_->synchronize(stream.get()).isOk());
+  EXPECT_EQ(landing[1], 0x1122334455667788ull);
+  ASSERT_TRUE(runtime_->freeDevice(*allocated).isOk());
+}
+
+TEST_F(CudaClientRuntimeTest, NullStreamIsTheLegacyStreamOfABorrowedContext) {
+  // No context is current on this thread: the seam borrows GPU 1's primary context for the call,
+  // so the work goes to that context's legacy stream, and the context is popped again.
+  std::atomic<int> calls{0};
+  ASSERT_TRUE(runtime_
+                  ->launchHostFunc(
+                      nullptr, [](void* arg) { ++*static_cast<std::atomic<int>*>(arg); }, &calls)
+                  .isOk());
+  ASSERT_TRUE(runtime_->synchronize(nullptr).isOk());
+  EXPECT_EQ(calls.load(), 1);
+  const std::string log = fake_->log();
+  EXPECT_NE(seqOf(log, "legacy1", "host-fn end"), 0u) << log;
+  EXPECT_TRUE(runtime_->checkNotCapturing(nullptr).isOk());
+}
+
+TEST_F(CudaClientRuntimeTest, UnknownStreamIsRefusedWithTheDriversError) {
+  int notAStream = 0;
+  Status refused = runtime_->launchHostFunc(&notAStream, [](void*) {}, nullptr);
+  EXPECT_EQ(refused.code(), Code::DeviceError);
+  EXPECT_NE(refused.message().find("cuLaunchHostFunc failed: CUDA_ERROR_INVALID_HANDLE"),
+            std::string::npos)
+      << refused.message();
+}
+
+TEST_F(CudaClientRuntimeTest, StreamBeingCapturedIsRefusedAsUnsupported) {
+  FakeStreamOnGpu1 stream(*fake_);
+  ASSERT_NE(stream.get(), nullptr);
+  EXPECT_TRUE(runtime_->checkNotCapturing(stream.get()).isOk());
+  ASSERT_EQ(fake_->setCapturing(stream.get(), 1), 0);
+  Status refused = runtime_->checkNotCapturing(stream.get());
+  EXPECT_EQ(refused.code(), Code::Unsupported);
+  EXPECT_NE(refused.message().find("captured into a CUDA graph"), std::string::npos)
+      << refused.message();
+  ASSERT_EQ(fake_->setCapturing(stream.get(), 0), 0);
+  EXPECT_TRUE(runtime_->checkNotCapturing(stream.get()).isOk());
 }
 
 }  // namespace

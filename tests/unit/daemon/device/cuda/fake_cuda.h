@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 
 namespace hc::device::fake_cuda {
 
@@ -18,6 +19,8 @@ inline constexpr const char* kDevicesVariable = "HC_FAKE_CUDA_DEVICES";
 inline constexpr const char* kModuleLoadFailsVariable = "HC_FAKE_CUDA_MODULE_LOAD_FAILS";
 // "1": cuGetProcAddress_v2 fails (as on a driver before CUDA 12), so entry points come by dlsym.
 inline constexpr const char* kNoProcAddressVariable = "HC_FAKE_CUDA_NO_PROC_ADDRESS";
+// A file the streams' log (fake_streams.h) is appended to as well, when set.
+inline constexpr const char* kStreamLogVariable = "HC_FAKE_CUDA_LOG";
 
 inline constexpr int kDriverVersion = 12080;
 inline constexpr uint64_t kIpcMagic = 0x4350494B414B4146ull;  // tags a fake IPC handle
@@ -37,6 +40,17 @@ struct Inspector {
   using RetainPrimaryFn = int (*)(int device);
   using LastWaitFn = int (*)(uint64_t* address, uint32_t* value);
   using InitFn = int (*)(unsigned flags);
+  using HostFn = void (*)(void*);
+  using EnqueueKernelFn = int (*)(void* stream, const char* label, int delayMs, HostFn fn,
+                                  void* arg);
+  using SetCapturingFn = int (*)(void* stream, int capturing);
+  using CopyLogFn = size_t (*)(char* out, size_t capacity);
+  using StreamCreateFn = int (*)(void** stream, unsigned flags);
+  using StreamFn = int (*)(void* stream);
+  using PrimaryCtxRetainFn = int (*)(void** context, int device);
+  using PrimaryCtxReleaseFn = int (*)(int device);
+  using CtxPushFn = int (*)(void* context);
+  using CtxPopFn = int (*)(void** context);
 
   Inspector() {
     handle = dlopen(HC_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
@@ -56,12 +70,32 @@ struct Inspector {
     retainPrimary = reinterpret_cast<RetainPrimaryFn>(dlsym(handle, "hcFakeCudaRetainPrimary"));
     lastWait = reinterpret_cast<LastWaitFn>(dlsym(handle, "hcFakeCudaLastWait"));
     init = reinterpret_cast<InitFn>(dlsym(handle, "cuInit"));
+    enqueueKernel = reinterpret_cast<EnqueueKernelFn>(dlsym(handle, "hcFakeCudaEnqueueKernel"));
+    setCapturing = reinterpret_cast<SetCapturingFn>(dlsym(handle, "hcFakeCudaSetCapturing"));
+    copyLog = reinterpret_cast<CopyLogFn>(dlsym(handle, "hcFakeCudaCopyLog"));
+    streamCreate = reinterpret_cast<StreamCreateFn>(dlsym(handle, "cuStreamCreate"));
+    streamDestroy = reinterpret_cast<StreamFn>(dlsym(handle, "cuStreamDestroy_v2"));
+    streamSynchronize = reinterpret_cast<StreamFn>(dlsym(handle, "cuStreamSynchronize"));
+    primaryCtxRetain =
+        reinterpret_cast<PrimaryCtxRetainFn>(dlsym(handle, "cuDevicePrimaryCtxRetain"));
+    primaryCtxRelease =
+        reinterpret_cast<PrimaryCtxReleaseFn>(dlsym(handle, "cuDevicePrimaryCtxRelease_v2"));
+    ctxPush = reinterpret_cast<CtxPushFn>(dlsym(handle, "cuCtxPushCurrent_v2"));
+    ctxPop = reinterpret_cast<CtxPopFn>(dlsym(handle, "cuCtxPopCurrent_v2"));
   }
   // Kept loaded: the backend never unloads a driver that initialized, and neither do we.
   bool ok() const {
     return liveObjects && openIpcHandles && launches && contextDepth && makeIpcHandle &&
            addDeviceAllocation && removeDeviceAllocation && createVmmAllocation && setPciAddress &&
-           retainPrimary && lastWait && init;
+           retainPrimary && lastWait && init && enqueueKernel && setCapturing && copyLog &&
+           streamCreate && streamDestroy && streamSynchronize && primaryCtxRetain &&
+           primaryCtxRelease && ctxPush && ctxPop;
+  }
+  // The log of the streams so far (fake_streams.h: "<seq> <stream> <what>" lines).
+  std::string log() const {
+    std::string text(copyLog(nullptr, 0), '\0');
+    copyLog(text.data(), text.size() + 1);
+    return text;
   }
 
   void* handle = nullptr;
@@ -82,6 +116,18 @@ struct Inspector {
   RetainPrimaryFn retainPrimary = nullptr;
   LastWaitFn lastWait = nullptr;
   InitFn init = nullptr;  // cuInit, as the framework calls it before the client
+  // Streams (fake_streams.h): a test "kernel" (a delay, then fn(arg), on the stream's worker), a
+  // stream marked as capturing, the log; and the driver calls a framework makes streams with.
+  EnqueueKernelFn enqueueKernel = nullptr;
+  SetCapturingFn setCapturing = nullptr;
+  CopyLogFn copyLog = nullptr;
+  StreamCreateFn streamCreate = nullptr;  // cuStreamCreate: needs a current context
+  StreamFn streamDestroy = nullptr;
+  StreamFn streamSynchronize = nullptr;
+  PrimaryCtxRetainFn primaryCtxRetain = nullptr;
+  PrimaryCtxReleaseFn primaryCtxRelease = nullptr;
+  CtxPushFn ctxPush = nullptr;
+  CtxPopFn ctxPop = nullptr;
 };
 #endif
 

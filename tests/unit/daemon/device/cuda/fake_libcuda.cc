@@ -6,13 +6,18 @@
 // - Every call that needs a current context fails with CUDA_ERROR_INVALID_CONTEXT without one.
 // - cuGetProcAddress_v2 answers by the CUDA version asked for, as the driver does: asking for a
 //   version older than a _v2 symbol's returns the v1 symbol, which this library does not have.
-// - "Device memory" is host memory. A legacy IPC handle is {fake_cuda::kIpcMagic, address, bytes}.
+// - "Device memory" is host memory. A legacy IPC handle is {fake_cuda::kIpcMagic, address, bytes},
+//   then, for cuMemAlloc's memory, {pid, memfd}: another process opens it through /proc.
 // - cuModuleLoadData accepts only images that start with the fatbin magic, and cuLaunchKernel
 //   runs the reduction kernels' host build (reduce_math.h) thread by thread, as a grid would.
+// - Streams are queues run in order by a worker thread each (fake_streams.h). The backend's
+//   copies, launches and event records run at once on the calling thread, after the stream's
+//   earlier work (FakeStream::runInOrder), so events are complete when recorded.
 // Configured at cuInit from the environment (fake_cuda.h names the variables). The entry points
 // of the client's CUDA seam live in fake_libcuda_client.cc.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -116,6 +121,9 @@ CUresult cuGetErrorName(CUresult error, const char** name) {
       return CUDA_SUCCESS;
     case CUDA_ERROR_INVALID_CONTEXT:
       *name = "CUDA_ERROR_INVALID_CONTEXT";
+      return CUDA_SUCCESS;
+    case CUDA_ERROR_INVALID_HANDLE:
+      *name = "CUDA_ERROR_INVALID_HANDLE";
       return CUDA_SUCCESS;
     case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
       *name = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
@@ -249,9 +257,25 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* ptr, CUipcMemHandle handle, unsigned
   std::memcpy(&address, handle.reserved + 8, 8);
   std::memcpy(&bytes, handle.reserved + 16, 8);
   if (magic != fake::kIpcMagic || address == 0) return CUDA_ERROR_INVALID_VALUE;
+  // A handle of another process's cuMemAlloc memory names its memfd: mapped here through /proc.
+  uint64_t pid = 0, fd = 0;
+  std::memcpy(&pid, handle.reserved + 24, 8);
+  std::memcpy(&fd, handle.reserved + 32, 8);
+  bool mapped = false;
+  if (pid != 0 && pid != static_cast<uint64_t>(getpid())) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+    const int opened = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (opened < 0) return CUDA_ERROR_INVALID_VALUE;
+    void* at = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, opened, 0);
+    ::close(opened);
+    if (at == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    address = reinterpret_cast<uintptr_t>(at);
+    mapped = true;
+  }
   std::lock_guard<std::mutex> lock(state().mutex);
   if (state().ipcOpen.count(address) != 0) return CUDA_ERROR_ALREADY_MAPPED;
   state().ipcOpen[address] = bytes;
+  if (mapped) state().ipcMapped.insert(address);
   *ptr = address;
   return CUDA_SUCCESS;
 }
@@ -259,7 +283,11 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* ptr, CUipcMemHandle handle, unsigned
 CUresult cuIpcCloseMemHandle(CUdeviceptr ptr) {
   if (!hasContext()) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard<std::mutex> lock(state().mutex);
-  return state().ipcOpen.erase(ptr) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  auto it = state().ipcOpen.find(ptr);
+  if (it == state().ipcOpen.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (state().ipcMapped.erase(ptr) == 1) ::munmap(reinterpret_cast<void*>(ptr), it->second);
+  state().ipcOpen.erase(it);
+  return CUDA_SUCCESS;
 }
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* bytes, CUdeviceptr ptr) {
@@ -383,13 +411,19 @@ CUresult cuMemFreeHost(void* ptr) {
   return CUDA_SUCCESS;
 }
 
+// Also known to the client half (cuPointerGetAttribute says device memory of the current
+// context's device; cuIpcGetMemHandle exports it), as cudaMalloc memory is.
 CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t bytes) {
   if (!hasContext()) return CUDA_ERROR_INVALID_CONTEXT;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  auto memory = std::make_shared<hc::device::testing::MemfdAllocation>(bytes, "hc-fake-cuda-mem");
+  if (memory->view() == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* p = memory->view();
+  const int device = contextStack.back()->ordinal;
   std::lock_guard<std::mutex> lock(state().mutex);
-  state().deviceMemory.insert(p);
+  state().deviceMemory[p] = memory;
+  state().allocations[reinterpret_cast<CUdeviceptr>(p)] =
+      DeviceAllocation{bytes, device, state().nextBufferId++, false, nullptr, 0, memory};
   *ptr = reinterpret_cast<CUdeviceptr>(p);
   return CUDA_SUCCESS;
 }
@@ -399,7 +433,7 @@ CUresult cuMemFree_v2(CUdeviceptr ptr) {
   void* p = reinterpret_cast<void*>(ptr);
   std::lock_guard<std::mutex> lock(state().mutex);
   if (state().deviceMemory.erase(p) == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::free(p);
+  state().allocations.erase(ptr);
   return CUDA_SUCCESS;
 }
 
@@ -408,25 +442,38 @@ CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
   if (flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(state().mutex);
   *stream = new CUstream_st;
+  (*stream)->queue = std::make_unique<hc::device::testing::FakeStream>(
+      "stream" + std::to_string(++state().streamsMade), streamLog());
   state().streams.insert(*stream);
   return CUDA_SUCCESS;
 }
 
+// Returns once the stream's queued work has run, as its resources outlive it on the driver too.
 CUresult cuStreamDestroy_v2(CUstream stream) {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  if (state().streams.erase(stream) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  delete stream;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (state().streams.erase(stream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  delete stream;  // outside the lock: it waits for the worker
   return CUDA_SUCCESS;
 }
 
+// Also the NULL stream (the client's group path synchronizes it), which needs a context.
 CUresult cuStreamSynchronize(CUstream stream) {
-  return knownStream(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  CUresult error = CUDA_SUCCESS;
+  hc::device::testing::FakeStream* queue = queueOf(stream, &error);
+  if (queue == nullptr) return error;
+  queue->synchronize();
+  return CUDA_SUCCESS;
 }
 
+// The daemon's copies run at once on the calling thread, after the stream's earlier work.
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   if (!hasContext()) return CUDA_ERROR_INVALID_CONTEXT;
   if (!knownStream(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  stream->queue->runInOrder([&] {
+    std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  });
   return CUDA_SUCCESS;
 }
 
@@ -439,10 +486,16 @@ CUresult cuEventCreate(CUevent* event, unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
+// Events complete when recorded: the record waits for the stream's earlier work, so that
+// cuEventQuery never reports work done that has not run.
 CUresult cuEventRecord(CUevent event, CUstream stream) {
   if (!knownStream(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  std::lock_guard<std::mutex> lock(state().mutex);
-  return state().events.count(event) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (state().events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  stream->queue->runInOrder([] {});
+  return CUDA_SUCCESS;
 }
 
 CUresult cuEventQuery(CUevent event) {
@@ -502,9 +555,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridX, unsigned int gridY, un
   }
   const auto* args = static_cast<const k::ReduceArgs*>(params[0]);
   const uint64_t threads = uint64_t{gridX} * blockX;
-  for (uint64_t thread = 0; thread < threads; ++thread) {
-    k::reduceStridedByDtype(f->dtype, *args, thread, threads);
-  }
+  // At once on the calling thread, after the stream's earlier work, as the copies run.
+  stream->queue->runInOrder([&] {
+    for (uint64_t thread = 0; thread < threads; ++thread) {
+      k::reduceStridedByDtype(f->dtype, *args, thread, threads);
+    }
+  });
   std::lock_guard<std::mutex> lock(state().mutex);
   ++state().launches;
   return CUDA_SUCCESS;

@@ -6,10 +6,17 @@
 // themselves. As the driver does, cuMemHostRegister and cuIpcGetMemHandle need a current
 // context, and cuPointerGetAttribute does not; cuIpcGetMemHandle refuses VMM memory, and
 // cuMemRetainAllocationHandle takes nothing else.
+//
+// Streams (fake_streams.h): host functions, waits on registered host memory and the tests'
+// "kernels" (hcFakeCudaEnqueueKernel) go on the stream's queue and run in order on its worker;
+// the NULL stream is the legacy stream of the calling thread's current context, and needs one.
+// Every item is logged (hcFakeCudaCopyLog; HC_FAKE_CUDA_LOG names a file for it too). A stream
+// marked capturing (hcFakeCudaSetCapturing) answers cuStreamIsCapturing with ACTIVE.
 #include <cuda.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -88,6 +95,36 @@ int hcFakeCudaLastWait(uint64_t* address, uint32_t* value) {
   *value = lastWait.value;
   return lastWait.count;
 }
+// A "kernel" on `stream` (0: the legacy stream of the current context): sleeps delayMs, then runs
+// fn(arg) on the stream's worker. A CUresult.
+int hcFakeCudaEnqueueKernel(CUstream stream, const char* label, int delayMs, void (*fn)(void*),
+                            void* arg) {
+  CUresult error = CUDA_SUCCESS;
+  hc::device::testing::FakeStream* queue = queueOf(stream, &error);
+  if (queue == nullptr) return error;
+  queue->kernel(label != nullptr ? label : "unnamed", delayMs, fn, arg);
+  return CUDA_SUCCESS;
+}
+// Marks the stream as being captured into a graph (capturing != 0) or not. A CUresult.
+int hcFakeCudaSetCapturing(CUstream stream, int capturing) {
+  CUresult error = CUDA_SUCCESS;
+  hc::device::testing::FakeStream* queue = queueOf(stream, &error);
+  if (queue == nullptr) return error;
+  queue->setCapturing(capturing != 0);
+  return CUDA_SUCCESS;
+}
+// The stream's name in the log ("stream3", "legacy0"), copied as snprintf would; -1 when the
+// stream is unknown.
+int hcFakeCudaStreamName(CUstream stream, char* out, size_t capacity) {
+  CUresult error = CUDA_SUCCESS;
+  hc::device::testing::FakeStream* queue = queueOf(stream, &error);
+  if (queue == nullptr) return -1;
+  return std::snprintf(out, capacity, "%s", queue->name().c_str());
+}
+// The log so far, copied as snprintf would (fake_streams.h, FakeStreamLog::copy).
+size_t hcFakeCudaCopyLog(char* out, size_t capacity) { return streamLog().copy(out, capacity); }
+// Adds a line "<seq> note <text>" (what the test did, between the streams' lines); its seq.
+uint64_t hcFakeCudaLogNote(const char* text) { return streamLog().append("note", text); }
 
 CUresult cuCtxGetCurrent(CUcontext* context) {
   *context = contextStack.empty() ? nullptr : contextStack.back();
@@ -146,6 +183,12 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr ptr) {
   std::memcpy(handle->reserved, &magic, 8);
   std::memcpy(handle->reserved + 8, &ptr, 8);
   std::memcpy(handle->reserved + 16, &bytes, 8);
+  if (it->second.backing != nullptr) {
+    const uint64_t pid = static_cast<uint64_t>(getpid());
+    const uint64_t fd = static_cast<uint64_t>(it->second.backing->fd());
+    std::memcpy(handle->reserved + 24, &pid, 8);
+    std::memcpy(handle->reserved + 32, &fd, 8);
+  }
   return CUDA_SUCCESS;
 }
 
@@ -188,22 +231,50 @@ CUresult cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocat
   return CUDA_SUCCESS;
 }
 
-// Runs the function at once: the fake's streams have no pending work.
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* userData) {
-  if (stream == nullptr || fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  fn(userData);
+  if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUresult error = CUDA_SUCCESS;
+  hc::device::testing::FakeStream* queue = queueOf(stream, &error);
+  if (queue == nullptr) return error;
+  queue->hostFunction(fn, userData);
   return CUDA_SUCCESS;
 }
 
 CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr address, cuuint32_t value,
                                 unsigned int flags) {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  if (stream == nullptr || flags != CU_STREAM_WAIT_VALUE_GEQ || !inRegisteredHostMemory(address)) {
-    return CUDA_ERROR_INVALID_VALUE;
+  CUresult error = CUDA_SUCCESS;
+  hc::device::testing::FakeStream* queue = queueOf(stream, &error);
+  if (queue == nullptr) return error;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (flags != CU_STREAM_WAIT_VALUE_GEQ || !inRegisteredHostMemory(address)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    ++lastWait.count;
+    lastWait.address = address;
+    lastWait.value = value;
   }
-  ++lastWait.count;
-  lastWait.address = address;
-  lastWait.value = value;
+  // The device pointer of registered host memory is its host address (cuMemHostGetDevicePointer).
+  queue->waitValue32(reinterpret_cast<const volatile uint32_t*>(address), value,
+                     hc::device::testing::WaitCompare::CudaGeq);
+  return CUDA_SUCCESS;
+}
+
+// A copy from "device" memory (host memory here) to host memory, in stream order.
+CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  if (dst == nullptr || src == 0) return CUDA_ERROR_INVALID_VALUE;
+  CUresult error = CUDA_SUCCESS;
+  hc::device::testing::FakeStream* queue = queueOf(stream, &error);
+  if (queue == nullptr) return error;
+  queue->copy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+  CUresult error = CUDA_SUCCESS;
+  hc::device::testing::FakeStream* queue = queueOf(stream, &error);
+  if (queue == nullptr) return error;
+  *status = queue->capturing() ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 

@@ -18,14 +18,16 @@
 
 #include "daemon/device/kernels/reduce_args.h"
 #include "tests/unit/daemon/device/cuda/fake_cuda.h"
+#include "tests/unit/daemon/device/fake_streams.h"
 #include "tests/unit/daemon/device/memfd_allocation.h"
 
 struct CUctx_st {
   int ordinal = 0;
   int retains = 0;
 };
+// A stream made by cuStreamCreate: its queue (fake_streams.h) runs its work in order.
 struct CUstream_st {
-  int unused = 0;
+  std::unique_ptr<hc::device::testing::FakeStream> queue;
 };
 struct CUevent_st {
   int unused = 0;
@@ -64,6 +66,8 @@ struct DeviceAllocation {
   bool managed = false;
   std::shared_ptr<hc::device::testing::MemfdAllocation> vmm;  // null: cudaMalloc-style memory
   int requestedHandleTypes = 0;
+  // cuMemAlloc's memory: its memfd, which a process given its IPC handle opens through /proc.
+  std::shared_ptr<hc::device::testing::MemfdAllocation> backing;
 };
 
 struct State {
@@ -72,11 +76,15 @@ struct State {
   bool moduleLoadFails = false;
   std::vector<Gpu> gpus;
   std::map<CUdeviceptr, size_t> ipcOpen;  // address -> bytes
+  std::set<CUdeviceptr> ipcMapped;        // of ipcOpen: another process's memory, mapped here
   std::map<CUmemGenericAllocationHandle, VmmAllocation> vmm;
   CUmemGenericAllocationHandle nextVmm = 1;
   std::map<CUdeviceptr, size_t> reserved;  // address -> bytes
   std::set<void*> pinned;
-  std::set<void*> deviceMemory;  // cuMemAlloc's (host memory: the fake's kernels run on the host)
+  // cuMemAlloc's: host memory (the fake's kernels run on the host), a memfd each, so that the
+  // client half can export it by legacy IPC handle to another process (a daemon).
+  std::map<void*, std::shared_ptr<hc::device::testing::MemfdAllocation>> deviceMemory;
+  unsigned long long nextBufferId = 1ull << 40;  // of cuMemAlloc's allocations
   std::set<CUstream> streams;
   std::set<CUevent> events;
   std::map<CUmodule, int> modules;  // -> ordinal of the GPU it was loaded on
@@ -86,6 +94,10 @@ struct State {
   std::map<int, std::vector<int>> pciOverride;          // device -> {domain, bus, slot}
   CUfunc_st functions[k::kNumKernelDtypes];
   int launches = 0;
+  int streamsMade = 0;  // names the streams in the log: stream1, stream2, ...
+  // The legacy (NULL) stream of each device's context, by ordinal: made on first use and kept
+  // for the process's life, as the driver's is (never destroyed, so its worker is never joined).
+  std::map<int, hc::device::testing::FakeStream*> legacyStreams;
 };
 
 inline State& state() {
@@ -148,6 +160,38 @@ inline void* selfHandle() {
 inline bool knownStream(CUstream stream) {
   std::lock_guard<std::mutex> lock(state().mutex);
   return state().streams.count(stream) == 1;
+}
+
+// The log every stream of this driver writes (fake_cuda.h: kStreamLogVariable names its file).
+inline hc::device::testing::FakeStreamLog& streamLog() {
+  // Never destroyed: legacy streams, which live as long as the process, write to it.
+  static auto* log = new hc::device::testing::FakeStreamLog(fake::kStreamLogVariable);
+  return *log;
+}
+
+// The queue of `stream`: one made by cuStreamCreate, or, for 0 and CU_STREAM_LEGACY, the legacy
+// stream of the calling thread's current context, which the driver requires for them. Null with
+// *error set otherwise (CU_STREAM_PER_THREAD included: not modelled).
+inline hc::device::testing::FakeStream* queueOf(CUstream stream, CUresult* error) {
+  const bool legacy = stream == nullptr || stream == CU_STREAM_LEGACY;
+  if (legacy && !hasContext()) {
+    *error = CUDA_ERROR_INVALID_CONTEXT;
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (!legacy) {
+    if (state().streams.count(stream) == 0) {
+      *error = CUDA_ERROR_INVALID_HANDLE;
+      return nullptr;
+    }
+    return stream->queue.get();
+  }
+  const int ordinal = contextStack.back()->ordinal;
+  hc::device::testing::FakeStream*& queue = state().legacyStreams[ordinal];
+  if (queue == nullptr) {
+    queue = new hc::device::testing::FakeStream("legacy" + std::to_string(ordinal), streamLog());
+  }
+  return queue;
 }
 
 }  // namespace hc::device::fake_cuda::driver

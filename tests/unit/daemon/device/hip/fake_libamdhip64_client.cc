@@ -12,12 +12,18 @@
 // - hipIpcGetMemHandle and the VMM export work through the current device, which must be the
 //   allocation's; hipIpcGetMemHandle refuses VMM memory, hipMemRetainAllocationHandle takes
 //   nothing else.
-// The streams and host registration the seam also resolves answer hipErrorNotSupported: the
-// tests here are about pointers, exports and PCI addresses.
+// - Streams are queues run in order by a worker thread each (../fake_streams.h, shared with the
+//   fake CUDA driver): host functions, waits on registered host memory (hipHostRegister; its
+//   device pointer is the host address) and the tests' "kernels" (hcFakeHipEnqueueKernel). The
+//   NULL stream is the current device's null stream; its implicit synchronisation with blocking
+//   streams is not modelled. Every item is logged (hcFakeHipCopyLog; HC_FAKE_HIP_LOG names a
+//   file for it too). A stream marked capturing (hcFakeHipSetCapturing) answers
+//   hipStreamIsCapturing with hipStreamCaptureStatusActive.
 #include <hip/hip_runtime_api.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -25,6 +31,7 @@
 #include <set>
 #include <vector>
 
+#include "tests/unit/daemon/device/fake_streams.h"
 #include "tests/unit/daemon/device/memfd_allocation.h"
 
 namespace {
@@ -38,6 +45,7 @@ struct Allocation {
   uint64_t bufferId = 0;
   std::shared_ptr<hc::device::testing::MemfdAllocation> vmm;  // null for hipMalloc-style memory
   int requestedHandleType = 0;
+  std::shared_ptr<hc::device::testing::MemfdAllocation> backing;  // hipMalloc's memory
 };
 
 // A retained hipMemGenericAllocationHandle_t: the address of one of these.
@@ -46,11 +54,24 @@ struct Retained {
   int requestedHandleType = 0;
 };
 
+using hc::device::testing::FakeStream;
+
+// A hipStream_t made by hipStreamCreate*: the address of one of these.
+struct Stream {
+  std::unique_ptr<FakeStream> queue;
+  unsigned flags = 0;
+};
+
 struct State {
   std::mutex mutex;
   std::map<uintptr_t, Allocation> allocations;  // by base address
   std::set<Retained*> retained;
   std::map<int, std::vector<int>> pci;  // device -> {domain, bus, slot}
+  std::set<Stream*> streams;
+  int streamsMade = 0;  // names the streams in the log: stream1, stream2, ...
+  // The null stream of each device: made on first use, kept for the process's life.
+  std::map<int, FakeStream*> nullStreams;
+  std::map<uintptr_t, size_t> registered;  // host memory registered: address -> bytes
 };
 
 State& state() {
@@ -76,6 +97,33 @@ const Allocation* find(const void* ptr, uintptr_t* base) {
     }
   }
   return nullptr;
+}
+
+hc::device::testing::FakeStreamLog& streamLog() {
+  // Never destroyed: null streams, which live as long as the process, write to it.
+  static auto* log = new hc::device::testing::FakeStreamLog("HC_FAKE_HIP_LOG");
+  return *log;
+}
+
+// The queue of `stream`: one made by hipStreamCreate*, or for null the current device's null
+// stream. Null when the stream is unknown.
+FakeStream* queueOf(hipStream_t stream) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (stream != nullptr) {
+    auto* made = reinterpret_cast<Stream*>(stream);
+    return state().streams.count(made) == 1 ? made->queue.get() : nullptr;
+  }
+  FakeStream*& queue = state().nullStreams[currentDevice];
+  if (queue == nullptr) queue = new FakeStream("null" + std::to_string(currentDevice), streamLog());
+  return queue;
+}
+
+// Called with the mutex held.
+bool inRegisteredHostMemory(uintptr_t address) {
+  for (const auto& [start, bytes] : state().registered) {
+    if (address >= start && address < start + bytes) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -247,16 +295,142 @@ hipError_t hipMemRelease(hipMemGenericAllocationHandle_t handle) {
   return hipSuccess;
 }
 
-// Resolved by the seam, not exercised by the tests that load this fake.
-hipError_t hipStreamGetFlags(hipStream_t, unsigned int*) { return fail(hipErrorNotSupported); }
-hipError_t hipLaunchHostFunc(hipStream_t, hipHostFn_t, void*) { return fail(hipErrorNotSupported); }
-hipError_t hipStreamWaitValue32(hipStream_t, void*, uint32_t, unsigned int, uint32_t) {
-  return fail(hipErrorNotSupported);
+// Test controls for streams (as the fake CUDA driver's, fake_cuda.h).
+// A "kernel" on `stream` (null: the current device's null stream): sleeps delayMs, then runs
+// fn(arg) on the stream's worker. A hipError_t.
+int hcFakeHipEnqueueKernel(hipStream_t stream, const char* label, int delayMs, void (*fn)(void*),
+                           void* arg) {
+  FakeStream* queue = queueOf(stream);
+  if (queue == nullptr) return hipErrorInvalidHandle;
+  queue->kernel(label != nullptr ? label : "unnamed", delayMs, fn, arg);
+  return hipSuccess;
 }
-hipError_t hipHostGetDevicePointer(void**, void*, unsigned int) {
-  return fail(hipErrorNotSupported);
+int hcFakeHipSetCapturing(hipStream_t stream, int capturing) {
+  FakeStream* queue = queueOf(stream);
+  if (queue == nullptr) return hipErrorInvalidHandle;
+  queue->setCapturing(capturing != 0);
+  return hipSuccess;
 }
-hipError_t hipHostRegister(void*, size_t, unsigned int) { return fail(hipErrorNotSupported); }
-hipError_t hipStreamSynchronize(hipStream_t) { return fail(hipErrorNotSupported); }
+// The stream's name in the log ("stream1", "null0"), as snprintf would; -1 when unknown.
+int hcFakeHipStreamName(hipStream_t stream, char* out, size_t capacity) {
+  FakeStream* queue = queueOf(stream);
+  if (queue == nullptr) return -1;
+  return std::snprintf(out, capacity, "%s", queue->name().c_str());
+}
+size_t hcFakeHipCopyLog(char* out, size_t capacity) { return streamLog().copy(out, capacity); }
+uint64_t hcFakeHipLogNote(const char* text) { return streamLog().append("note", text); }
+
+hipError_t hipStreamCreateWithFlags(hipStream_t* stream, unsigned int flags) {
+  if (stream == nullptr || (flags & ~hipStreamNonBlocking) != 0) return fail(hipErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto* made = new Stream;
+  made->queue = std::make_unique<FakeStream>("stream" + std::to_string(++state().streamsMade),
+                                             streamLog());
+  made->flags = flags;
+  state().streams.insert(made);
+  *stream = reinterpret_cast<hipStream_t>(made);
+  return hipSuccess;
+}
+hipError_t hipStreamCreate(hipStream_t* stream) { return hipStreamCreateWithFlags(stream, 0); }
+// Returns once the stream's queued work has run.
+hipError_t hipStreamDestroy(hipStream_t stream) {
+  auto* made = reinterpret_cast<Stream*>(stream);
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (state().streams.erase(made) == 0) return fail(hipErrorInvalidHandle);
+  }
+  delete made;  // outside the lock: it waits for the worker
+  return hipSuccess;
+}
+hipError_t hipStreamGetFlags(hipStream_t stream, unsigned int* flags) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto* made = reinterpret_cast<Stream*>(stream);
+  if (stream == nullptr || state().streams.count(made) == 0) return fail(hipErrorInvalidHandle);
+  *flags = made->flags;
+  return hipSuccess;
+}
+hipError_t hipStreamSynchronize(hipStream_t stream) {
+  FakeStream* queue = queueOf(stream);
+  if (queue == nullptr) return fail(hipErrorInvalidHandle);
+  queue->synchronize();
+  return hipSuccess;
+}
+hipError_t hipStreamIsCapturing(hipStream_t stream, hipStreamCaptureStatus* status) {
+  FakeStream* queue = queueOf(stream);
+  if (queue == nullptr) return fail(hipErrorInvalidHandle);
+  *status = queue->capturing() ? hipStreamCaptureStatusActive : hipStreamCaptureStatusNone;
+  return hipSuccess;
+}
+hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void* userData) {
+  if (fn == nullptr) return fail(hipErrorInvalidValue);
+  FakeStream* queue = queueOf(stream);
+  if (queue == nullptr) return fail(hipErrorInvalidHandle);
+  queue->hostFunction(fn, userData);
+  return hipSuccess;
+}
+hipError_t hipStreamWaitValue32(hipStream_t stream, void* ptr, uint32_t value, unsigned int flags,
+                                uint32_t mask) {
+  FakeStream* queue = queueOf(stream);
+  if (queue == nullptr) return fail(hipErrorInvalidHandle);
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (flags != hipStreamWaitValueGte ||
+        !inRegisteredHostMemory(reinterpret_cast<uintptr_t>(ptr))) {
+      return fail(hipErrorInvalidValue);
+    }
+  }
+  queue->waitValue32(static_cast<const volatile uint32_t*>(ptr), value,
+                     hc::device::testing::WaitCompare::HipGte, mask);
+  return hipSuccess;
+}
+// Device memory of the current device, as hipMalloc gives it (host memory here, a memfd).
+hipError_t hipMalloc(void** ptr, size_t bytes) {
+  if (ptr == nullptr || bytes == 0) return fail(hipErrorInvalidValue);
+  auto memory = std::make_shared<hc::device::testing::MemfdAllocation>(bytes, "hc-fake-hip-mem");
+  if (memory->view() == nullptr) return fail(hipErrorOutOfMemory);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  static uint64_t nextBufferId = 1ull << 40;
+  state().allocations[reinterpret_cast<uintptr_t>(memory->view())] =
+      Allocation{bytes, currentDevice, nextBufferId++, nullptr, 0, memory};
+  *ptr = memory->view();
+  return hipSuccess;
+}
+hipError_t hipFree(void* ptr) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().allocations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == state().allocations.end() || it->second.backing == nullptr) {
+    return fail(hipErrorInvalidValue);
+  }
+  state().allocations.erase(it);
+  return hipSuccess;
+}
+
+// A copy from "device" memory (host memory here) to host memory, in stream order.
+hipError_t hipMemcpyDtoHAsync(void* dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream) {
+  if (dst == nullptr || src == nullptr) return fail(hipErrorInvalidValue);
+  FakeStream* queue = queueOf(stream);
+  if (queue == nullptr) return fail(hipErrorInvalidHandle);
+  queue->copy(dst, src, bytes);
+  return hipSuccess;
+}
+hipError_t hipHostRegister(void* ptr, size_t bytes, unsigned int flags) {
+  if (ptr == nullptr || bytes == 0 || (flags & hipHostRegisterMapped) == 0) {
+    return fail(hipErrorInvalidValue);
+  }
+  std::lock_guard<std::mutex> lock(state().mutex);
+  const auto at = reinterpret_cast<uintptr_t>(ptr);
+  if (inRegisteredHostMemory(at)) return fail(hipErrorHostMemoryAlreadyRegistered);
+  state().registered[at] = bytes;
+  return hipSuccess;
+}
+// Registered host memory is seen by the device at its host address.
+hipError_t hipHostGetDevicePointer(void** devicePtr, void* hostPtr, unsigned int flags) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (flags != 0 || !inRegisteredHostMemory(reinterpret_cast<uintptr_t>(hostPtr))) {
+    return fail(hipErrorInvalidValue);
+  }
+  *devicePtr = hostPtr;
+  return hipSuccess;
+}
 
 }  // extern "C"
