@@ -26,7 +26,6 @@ constexpr CodePair kCodeTable[] = {
     // hc -> gRPC only: no gRPC code of their own; the message says which.
     {Code::DeviceError, grpc::StatusCode::INTERNAL},
     {Code::TransportError, grpc::StatusCode::UNAVAILABLE},
-    {Code::Unsupported, grpc::StatusCode::UNIMPLEMENTED},
     // InProgress is not a result an RPC may end with: a bug in the service.
     {Code::InProgress, grpc::StatusCode::INTERNAL},
     // gRPC -> hc only: codes our services never send but gRPC or a foreign server may.
@@ -38,6 +37,9 @@ constexpr CodePair kCodeTable[] = {
     {Code::InvalidArgument, grpc::StatusCode::ALREADY_EXISTS},
     {Code::Internal, grpc::StatusCode::UNKNOWN},
     {Code::Internal, grpc::StatusCode::DATA_LOSS},
+    // hc -> gRPC only, after the row above that reads UNIMPLEMENTED back as NotFound (a method
+    // the peer does not serve), which hcCodeFor finds first.
+    {Code::Unsupported, grpc::StatusCode::UNIMPLEMENTED},
 };
 
 }  // namespace
