@@ -103,7 +103,6 @@ hc_status_t hc_barrier(hc_comm_t comm, hc_stream_t stream, hc_request_t* req) {
   return postOp(comm, entry(OpType::Barrier, 0, HC_INT8, -1), {}, {}, HC_SUM, stream, req);
 }
 
-hc_status_t hc_comm_init_all(hc_comm_t*, int, const int*) { return notYet("hc_comm_init_all"); }
 hc_status_t hc_comm_register(hc_comm_t, void*, size_t, void**) {
   return notYet("hc_comm_register");
 }

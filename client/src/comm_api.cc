@@ -1,13 +1,15 @@
 // Communicator lifecycle of hetero_comm/hc.h: unique ids, init, split, finalize, destroy, abort
-// and the queries.
+// and the queries. Each call on an existing handle pins it first (comm_handles.h), so a destroy or
+// abort from another thread never frees it under the call.
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <new>
 #include <string>
 
+#include "client/src/comm_handles.h"
+#include "client/src/comm_init.h"
 #include "client/src/comm_state.h"
 #include "client/src/connection.h"
 #include "client/src/group.h"
@@ -49,6 +51,30 @@ Result<CommConfig> readConfig(const hc_config_t* config) {
   return c;
 }
 
+}  // namespace
+
+Result<hc_unique_id_t> newUniqueId(Connection& conn, bool nameRoot) {
+  UniqueIdLayout layout{};
+  layout.magic = kIdMagic;
+  layout.version = kIdVersion;
+  if (::getrandom(layout.key, sizeof(layout.key), 0) != sizeof(layout.key)) {
+    return systemError("getrandom", errno);
+  }
+  if (nameRoot) {
+    auto root = conn.peerAddress();
+    if (!root.isOk()) return root.status();
+    if (root->size() > kMaxRootAddress) {
+      return invalidArgument("the daemon's Peer address is longer than a unique id holds");
+    }
+    layout.rootLength = static_cast<uint8_t>(root->size());
+    std::memcpy(layout.root, root->data(), root->size());
+  }
+  hc_unique_id_t id;
+  std::memset(&id, 0, sizeof(id));
+  std::memcpy(id.internal, &layout, sizeof(layout));
+  return id;
+}
+
 Result<RequestPtr> submitInit(Connection& conn, int nranks, const hc_unique_id_t& id, int rank,
                               int timeoutMs) {
   UniqueIdLayout layout;
@@ -74,6 +100,13 @@ Result<RequestPtr> submitInit(Connection& conn, int nranks, const hc_unique_id_t
   return submitControl(conn, e, nullptr);
 }
 
+namespace {
+
+// Fails a call whose handle could not be pinned live, recording the error on it when it exists.
+hc_status_t failOn(const CommPin& pin) {
+  return fail(pin.status(), pin.pinned() ? pin.state() : nullptr);
+}
+
 // Finishes the creation of a communicator (init or split) whose request r is under way: returns
 // at once when non-blocking, else waits and takes over the handle. `waitComm` is the
 // communicator whose abort ends the wait (the parent of a split).
@@ -90,7 +123,7 @@ hc_status_t completeCreation(hc_comm_t handle, const RequestPtr& r, bool blockin
   Status s = rc == HC_OK ? adoptInit(state) : okStatus();
   if (rc == HC_OK && !s.isOk()) rc = fail(s, waitComm);
   if (rc != HC_OK) {
-    delete handle;
+    discardCommHandle(handle);
     *out = nullptr;
   }
   return rc;
@@ -108,23 +141,12 @@ extern "C" {
 hc_status_t hc_get_unique_id(hc_unique_id_t* id) {
   if (id == nullptr) return fail(hc::invalidArgument("id is NULL"));
   std::memset(id, 0, sizeof(*id));
-  UniqueIdLayout layout{};
-  layout.magic = kIdMagic;
-  layout.version = kIdVersion;
-  if (::getrandom(layout.key, sizeof(layout.key), 0) != sizeof(layout.key)) {
-    return fail(hc::systemError("getrandom", errno));
-  }
-  // The id names this daemon as the root when it serves multi-node jobs (it has a Peer listener).
   auto conn = Connection::get();
   if (!conn.isOk()) return fail(conn.status());
-  auto root = (*conn)->peerAddress();
-  if (!root.isOk()) return fail(root.status());
-  if (root->size() > kMaxRootAddress) {
-    return fail(hc::invalidArgument("the daemon's Peer address is longer than a unique id holds"));
-  }
-  layout.rootLength = static_cast<uint8_t>(root->size());
-  std::memcpy(layout.root, root->data(), root->size());
-  std::memcpy(id->internal, &layout, sizeof(layout));
+  // The id names this daemon as the root when it serves multi-node jobs (it has a Peer listener).
+  auto made = newUniqueId(**conn, /*nameRoot=*/true);
+  if (!made.isOk()) return fail(made.status());
+  *id = *made;
   return HC_OK;
 }
 
@@ -140,11 +162,11 @@ hc_status_t hc_comm_init_rank_config(hc_comm_t* comm, int nranks, hc_unique_id_t
   state->conn = *conn;
   state->rank.store(rank);
   state->nranks.store(nranks);
-  auto handle = new (std::nothrow) hc_comm{state};
+  hc_comm* handle = newCommHandle(state);
   if (handle == nullptr) return fail(Status{Code::NoResource, "out of memory"});
   auto r = submitInit(**conn, nranks, id, rank, cfg->timeoutMs);
   if (!r.isOk()) {
-    delete handle;
+    discardCommHandle(handle);
     return fail(r.status());
   }
   return completeCreation(handle, *r, cfg->blocking, state.get(), comm);
@@ -158,8 +180,10 @@ hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm
                           hc_config_t* config) {
   if (newcomm == nullptr) return fail(hc::invalidArgument("newcomm is NULL"));
   *newcomm = nullptr;
+  CommPin pin(comm);
+  if (!pin.status().isOk()) return failOn(pin);
   auto c = usableComm(comm);
-  if (!c.isOk()) return fail(c.status(), comm != nullptr ? comm->state.get() : nullptr);
+  if (!c.isOk()) return fail(c.status(), pin.state());
   const std::shared_ptr<CommState>& parent = *c;
   Status s;
   if (color < 0 && color != HC_SPLIT_NOCOLOR) {
@@ -188,7 +212,9 @@ hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm
   if (color != HC_SPLIT_NOCOLOR) {
     auto state = std::make_shared<CommState>();
     state->conn = parent->conn;  // one connection per process, shared like init's
-    handle = new (std::nothrow) hc_comm{state};
+    state->streamRuntime.store(parent->streamRuntime.load());
+    state->device.store(parent->device.load());  // the new rank's buffers stay where they were
+    handle = newCommHandle(state);
     if (handle == nullptr) return fail(Status{Code::NoResource, "out of memory"}, parent.get());
   }
   // A request of the parent: the parent's abort fails it and its finalize waits for it. With no
@@ -196,7 +222,7 @@ hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm
   const bool tracked = handle != nullptr || cfg->blocking;
   auto r = submitControl(*parent->conn, e, parent, tracked);
   if (!r.isOk()) {
-    delete handle;
+    discardCommHandle(handle);
     return fail(r.status(), parent.get());
   }
   if (handle == nullptr) {
@@ -207,10 +233,15 @@ hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm
 }
 
 hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* asyncError) {
-  if (comm == nullptr || !comm->state || asyncError == nullptr) {
-    return fail(hc::invalidArgument("NULL argument"));
+  if (asyncError == nullptr) return fail(hc::invalidArgument("NULL argument"));
+  CommPin pin(comm);
+  // A watchdog may poll while another thread aborts: an aborted handle reports its state.
+  if (pin.endedAs() == HandleEnd::Aborted) {
+    *asyncError = HC_UNAVAILABLE;
+    return HC_OK;
   }
-  CommState* c = comm->state.get();
+  if (!pin.status().isOk()) return failOn(pin);
+  CommState* c = pin.state();
   // Also notices a daemon that died while nothing was outstanding, which no completion reports.
   c->conn->pollThrottled();
   Status init = adoptInit(c);
@@ -235,8 +266,11 @@ hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* asyncError) {
 }
 
 hc_status_t hc_comm_finalize(hc_comm_t comm) {
+  // Pinned for the whole wait: an abort from another thread wakes it and never frees under it.
+  CommPin pin(comm);
+  if (!pin.status().isOk()) return failOn(pin);
   auto c = usableComm(comm);
-  if (!c.isOk()) return fail(c.status(), comm != nullptr ? comm->state.get() : nullptr);
+  if (!c.isOk()) return fail(c.status(), pin.state());
   CommState* st = c->get();
   if (groupTouches(st)) {
     return fail(hc::invalidArgument("hc_comm_finalize inside a group that holds operations of "
@@ -255,7 +289,9 @@ hc_status_t hc_comm_finalize(hc_comm_t comm) {
 
 hc_status_t hc_comm_destroy(hc_comm_t comm) {
   if (comm == nullptr) return HC_OK;
-  CommState* st = comm->state.get();
+  CommPin pin(comm);
+  if (!pin.status().isOk()) return failOn(pin);
+  CommState* st = pin.state();
   if (groupTouches(st)) {
     return fail(hc::invalidArgument("hc_comm_destroy inside a group that holds operations of "
                                     "this communicator; call hc_group_end first"),
@@ -279,41 +315,48 @@ hc_status_t hc_comm_destroy(hc_comm_t comm) {
     }
   }
   if (ours) st->conn->staging().trim();
-  delete comm;
+  // An abort from another thread meanwhile ended it first; it stays aborted.
+  (void)pin.end(HandleEnd::Destroyed);
   return s.isOk() ? HC_OK : fail(s);
 }
 
 hc_status_t hc_comm_abort(hc_comm_t comm) {
   if (comm == nullptr) return HC_OK;
-  CommState* st = comm->state.get();
+  CommPin pin(comm);
+  if (pin.endedAs() == HandleEnd::Aborted) return HC_OK;  // a watchdog and its owner may both abort
+  if (!pin.status().isOk()) return failOn(pin);
+  CommState* st = pin.state();
   if (st->conn->ownerPid() == ::getpid()) {
     (void)adoptInit(st);  // a finished non-blocking init names the handle to abort
     st->conn->abort(st, st->handle.load());
     st->conn->staging().trim();
   }
-  delete comm;
+  // Calls still pinning the handle keep it (they wake as aborted); it is freed after them.
+  (void)pin.end(HandleEnd::Aborted);
   return HC_OK;
 }
 
 hc_status_t hc_comm_count(hc_comm_t comm, int* count) {
-  if (comm == nullptr || !comm->state || count == nullptr) {
-    return fail(hc::invalidArgument("NULL argument"));
-  }
-  *count = comm->state->nranks.load();
+  if (count == nullptr) return fail(hc::invalidArgument("NULL argument"));
+  CommPin pin(comm);
+  if (!pin.status().isOk()) return failOn(pin);
+  *count = pin.state()->nranks.load();
   return HC_OK;
 }
 
 hc_status_t hc_comm_user_rank(hc_comm_t comm, int* rank) {
-  if (comm == nullptr || !comm->state || rank == nullptr) {
-    return fail(hc::invalidArgument("NULL argument"));
-  }
-  *rank = comm->state->rank.load();
+  if (rank == nullptr) return fail(hc::invalidArgument("NULL argument"));
+  CommPin pin(comm);
+  if (!pin.status().isOk()) return failOn(pin);
+  *rank = pin.state()->rank.load();
   return HC_OK;
 }
 
 hc_status_t hc_comm_device(hc_comm_t comm, int* device) {
-  if (comm == nullptr || device == nullptr) return fail(hc::invalidArgument("NULL argument"));
-  *device = -1;  // host memory
+  if (device == nullptr) return fail(hc::invalidArgument("NULL argument"));
+  CommPin pin(comm);
+  if (!pin.status().isOk()) return failOn(pin);
+  *device = pin.state()->device.load();
   return HC_OK;
 }
 

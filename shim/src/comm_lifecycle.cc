@@ -21,10 +21,9 @@ namespace {
 // A non-blocking finalize: hc_comm_finalize waits for every operation issued on comm, so it runs
 // on a thread of its own, which sleeps in hc's wait (no spinning) and ends when the operations
 // have (or failed, or comm was aborted). The thread holds info, not the table's entry: an abort
-// may drop the entry and free hc's handle while the thread still reports into info.
-// TODO: hc_comm_abort frees the handle even while another thread is entering hc_comm_finalize on
-// it (the few instructions before the client takes its own reference); closing that window needs
-// the client to keep a handle alive for the calls in flight on it.
+// may drop the entry and end hc's handle while the thread still reports into info. The thread
+// may even first run after ncclCommAbort returned: hc keeps an ended handle for the calls that
+// still reach it, and its hc_comm_finalize then fails as aborted (hc.h, hc_comm_abort).
 ncclResult_t startFinalize(ncclComm_t comm, const CommInfoPtr& info) {
   {
     std::lock_guard<std::mutex> lock(info->mutex);

@@ -37,7 +37,8 @@ void runBadArguments(Check* c);
 
 /* One scenario instead of the case list (shim_check_modes.c): --mode NAME with its options. */
 typedef struct {
-  const char* mode;    /* nonblocking, group-init, timeout, abort-waiter, loop */
+  const char* mode;    /* nonblocking, group-init, timeout, abort-waiter, loop, init-all,
+                          finalize-abort */
   const char* syncDir; /* --sync: the folder where the job's ranks leave step files */
   const char* by;      /* --by: how a rank asks for non-blocking: config, env or group */
   long configVersion;  /* --config-version: ncclConfig_t.version; 0 passes no config */
@@ -45,5 +46,9 @@ typedef struct {
 } ModeArgs;
 /* Creates the communicator itself, runs the mode, prints "#wrong <n>"; returns the exit code. */
 int runMode(Check* c, const ModeArgs* m, ncclUniqueId id);
+/* Modes whose ranks all live in this process (shim_check_init_all.c); the id is not used.
+ * init-all: ncclCommInitAll of c->nranks ranks; finalize-abort: the finalize/abort race. */
+void runInitAll(Check* c);
+void runFinalizeAbort(Check* c);
 
 #endif /* HC_TESTS_INTEGRATION_SHIM_SHIM_CHECK_H_ */

@@ -352,6 +352,10 @@ int runMode(Check* c, const ModeArgs* m, ncclUniqueId id) {
     runAbortWaiter(c, m, id);
   } else if (strcmp(m->mode, "loop") == 0) {
     runLoop(c, id);
+  } else if (strcmp(m->mode, "init-all") == 0) {
+    runInitAll(c);
+  } else if (strcmp(m->mode, "finalize-abort") == 0) {
+    runFinalizeAbort(c);
   } else {
     fprintf(stderr, "unknown --mode %s\n", m->mode);
     return 2;

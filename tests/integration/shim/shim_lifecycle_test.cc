@@ -121,6 +121,29 @@ TEST(ShimAbortTest, AbortFromASecondThreadWakesTheWaiterPromptly) {
   });
 }
 
+// ncclCommInitAll: every rank of a communicator in one process, two such processes on one daemon
+// (2 ranks through libnccl, 3 through librccl; the --nranks after ShimJob's own is the size of
+// each process's communicator, whose id each makes itself). Bad device lists and ndev fail with
+// NCCL's results and no communicator; then each rank's allreduce, issued from one thread inside
+// ncclGroupStart/End, is right on every rank, and ncclCommCuDevice reports the devlist.
+TEST(ShimInitAllTest, EveryRankInOneProcessAllreducesThroughAGroup) {
+  runScenario({}, "init-all", [](const DaemonProcess& d) {
+    return std::vector<ShimRankSpec>{
+        rankOf(ShimLib::Nccl, d, {"--mode", "init-all", "--nranks", "2"}),
+        rankOf(ShimLib::Rccl, d, {"--mode", "init-all", "--nranks", "3"})};
+  });
+}
+
+// A non-blocking ncclCommFinalize and at once ncclCommAbort from another thread, 300 times per
+// process: the finalize's own thread often reaches hc only after the abort returned, and must
+// find the communicator aborted instead of a freed handle (a client that freed it crashed here).
+TEST(ShimFinalizeAbortTest, NonBlockingFinalizeThenAbortFromAnotherThreadNeverCrashes) {
+  runScenario({}, "finalize-abort", [](const DaemonProcess& d) {
+    return std::vector<ShimRankSpec>{rankOf(ShimLib::Nccl, d, {"--mode", "finalize-abort"}),
+                                     rankOf(ShimLib::Rccl, d, {"--mode", "finalize-abort"})};
+  });
+}
+
 // SIGKILL to the daemon while both ranks loop on allreduce: each rank's call fails (no hang)
 // within 10 s, and the rank then aborts its communicator and exits.
 TEST(ShimDaemonKilledTest, EveryRankGetsAnErrorWithinTenSeconds) {
