@@ -117,6 +117,11 @@ struct DaemonConfig {
   // direct: transfers between daemons lend device memory to the transport in place where the
   // transport moves that memory type and the startup probe passed (session/direct_probe.h).
   bool devicesDirect = true;
+  // legacy_ipc: MemRegister may name device memory by a legacy IPC handle (cudaIpcMemHandle_t,
+  // hipIpcMemHandle_t). Such a handle is not bound to the process that made it: a client that
+  // learns another process's handle could have the daemon map that memory. false: only VMM
+  // memory handed over as an fd (the kernel checks the client holds it) is accepted.
+  bool devicesLegacyIpc = true;
   // [devices.sim]: simulated GPUs (daemon/device/sim) for machines without GPUs: tests, demos,
   // mixed-vendor setups on one machine. The server turns these into device::SimNodeOptions.
   int32_t simNvidia = 0;      // nvidia: sim devices labelled nvidia (0..16)

@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 50> kSettings = {{
+const std::array<Setting, 51> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"server", "state_dir", &C::stateDir, "--state-dir",
@@ -97,6 +97,9 @@ const std::array<Setting, 50> kSettings = {{
     {"devices", "direct", &C::devicesDirect, "",
      "lend device memory to the transport in place where it moves that memory type and a probe "
      "at startup shows it zero copy; false = always stage through host memory"},
+    {"devices", "legacy_ipc", &C::devicesLegacyIpc, "",
+     "accept device memory named by a legacy IPC handle, which any process that learns it can "
+     "name; false = only VMM memory passed as an fd"},
     {"devices.sim", "nvidia", &C::simNvidia, "",
      "simulated GPUs labelled nvidia (0..16); for machines without GPUs"},
     {"devices.sim", "amd", &C::simAmd, "", "simulated GPUs labelled amd (0..16)"},

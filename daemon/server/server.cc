@@ -367,6 +367,7 @@ void Server::acceptClients() {
     auto s = std::make_shared<session::Session>(id, std::move(fd), *peer);
     s->allowCrossMemoryAttach(config_.crossMemoryAttach);
     s->setDevices(&devices_);
+    s->allowLegacyIpc(config_.devicesLegacyIpc);
     s->setPrefaulter(prefaulter_.get());
     if (peer_) s->setPeerAddress(peer_->advertise());
     if (!watch(raw, kSocketTag | id, EPOLLIN | EPOLLRDHUP).isOk()) continue;

@@ -121,6 +121,11 @@ Result<uint32_t> DeviceRegions::add(const ipc::MemRegisterFrame& request, int fd
                                ? "an fd handle came without a descriptor"
                                : "a legacy IPC handle came with a descriptor");
   }
+  if (kind == ipc::HandleKind::LegacyIpc && !legacyIpcAllowed_) {
+    return Status{Code::PermissionDenied,
+                  "legacy IPC handles are refused here (devices.legacy_ipc = false): use VMM "
+                  "memory exported as a POSIX fd (cuMemCreate / hipMemCreate)"};
+  }
   if (fd >= 0) HC_RETURN_IF_ERROR(checkHandleFd(fd));
   device::BufferHandle handle;
   handle.type = *type;

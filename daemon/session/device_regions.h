@@ -57,6 +57,9 @@ class DeviceRegions {
   // device's own error when the import fails (a size that does not match, missing seals).
   [[nodiscard]] Result<uint32_t> add(const ipc::MemRegisterFrame& request, int fd,
                                      const device::DeviceRegistry& registry);
+  // Whether add() takes legacy IPC handles (devices.legacy_ipc); refused with PermissionDenied
+  // when not. Default: taken.
+  void allowLegacyIpc(bool allowed) { legacyIpcAllowed_ = allowed; }
   // NotFound for a region this client does not have.
   [[nodiscard]] Status remove(uint32_t id);
   // Null when this client has no such region.
@@ -66,6 +69,7 @@ class DeviceRegions {
  private:
   std::map<uint32_t, DeviceRegionPtr> regions_;
   uint32_t nextId_ = 1;
+  bool legacyIpcAllowed_ = true;
 };
 
 }  // namespace hc::session

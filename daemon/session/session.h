@@ -84,6 +84,8 @@ class Session {
   std::string takeCommRoot(const uint8_t (&key)[16]);
   // The node's devices, which MemRegister imports into (borrowed; null: no device memory).
   void setDevices(const device::DeviceRegistry* devices) { devices_ = devices; }
+  // devices.legacy_ipc: whether MemRegister takes legacy IPC handles.
+  void allowLegacyIpc(bool allowed) { regions_.allowLegacyIpc(allowed); }
   // Borrowed; outlives the session. Null: allocations are pre-faulted on the calling thread.
   void setPrefaulter(Prefaulter* prefaulter) { prefaulter_ = prefaulter; }
   // The device allocation `region` of this client, or null.

@@ -137,6 +137,26 @@ TEST_F(DeviceRegionsTest, RegistersASealedMemfdAndRefusesBadFrames) {
   EXPECT_FALSE(error.empty());
 }
 
+// devices.legacy_ipc = false: a legacy handle, which names memory without holding it, is refused
+// before any device opens it; memory handed over as an fd is still taken.
+TEST_F(DeviceRegionsTest, LegacyIpcHandlesAreRefusedWhenTheDaemonSaysSo) {
+  auto legacy = frame();
+  legacy.handleKind = static_cast<uint32_t>(ipc::HandleKind::LegacyIpc);
+  std::string error;
+  Code code = Code::Ok;
+  EXPECT_EQ(registerFrame(legacy, false, &error, &code), 0u);
+  EXPECT_NE(code, Code::PermissionDenied) << "taken by default: the device answers";
+
+  session_->allowLegacyIpc(false);
+  error.clear();
+  EXPECT_EQ(registerFrame(legacy, false, &error, &code), 0u);
+  EXPECT_EQ(code, Code::PermissionDenied) << error;
+  EXPECT_NE(error.find("devices.legacy_ipc = false"), std::string::npos) << error;
+  EXPECT_NE(error.find("POSIX fd"), std::string::npos) << error;
+  const uint32_t region = registerFrame(frame(), true, &error);
+  EXPECT_NE(region, 0u) << error;
+}
+
 // A handle descriptor that no driver exports (a pipe, a socket) is refused before any device sees
 // it: a driver reading a pipe nobody writes to would block the IPC thread.
 TEST_F(DeviceRegionsTest, HandleDescriptorsThatNoDriverExportsAreRefused) {
