@@ -11,18 +11,28 @@
 namespace hc::client {
 namespace {
 
-// What the stream's host functions share; freed by the last one.
+// Where the submit step stands. The caller cancels it when the later steps cannot be enqueued;
+// whichever of the two moves first from Pending decides.
+enum class SubmitStep { Pending, Submitted, Cancelled };
+
+// What the stream's host functions share; freed by finishFromStream, or by submitFromStream when
+// cancelled.
 struct StreamOp {
   Submission sub;
   RequestPtr request;
   DoneSlot slot;
   Connection* conn = nullptr;
-  std::atomic<bool> cancelled{false};  // the later steps could not be enqueued
+  std::atomic<SubmitStep> step{SubmitStep::Pending};
 };
 
 void submitFromStream(void* arg) {
   auto* op = static_cast<StreamOp*>(arg);
-  if (op->cancelled.load()) return;
+  SubmitStep pending = SubmitStep::Pending;
+  if (!op->step.compare_exchange_strong(pending, SubmitStep::Submitted)) {
+    delete op;  // cancelled: nothing else refers to it
+    return;
+  }
+  // op is not touched after this move: once the request completes the caller may free it.
   std::vector<Submission> one;
   one.push_back(std::move(op->sub));
   one.front().runtime = nullptr;  // submitted here, in stream order: not the group path
@@ -88,15 +98,23 @@ Status submitOnStream(Submission sub) {
   }
   Status later = rt->waitValue32(stream, &raw->slot.flag->value, 1);
   if (later.isOk()) later = rt->launchHostFunc(stream, finishFromStream, raw);
-  if (!later.isOk()) {
-    // The submit step is queued and owns nothing once cancelled; the flag stays out of the pool.
-    raw->cancelled.store(true);
+  if (later.isOk()) {
+    op.release();  // finishFromStream frees it
+    return okStatus();
+  }
+  SubmitStep pending = SubmitStep::Pending;
+  if (raw->step.compare_exchange_strong(pending, SubmitStep::Cancelled)) {
+    // The submit step frees op when the stream reaches it; the flag stays out of the pool.
     finishRequest(raw->request, later, {}, FailureSeenBy::Caller);
     op.release();
     return later;
   }
-  op.release();  // finishFromStream frees it
-  return okStatus();
+  // Already submitted: the daemon runs it, and the stream does not wait for it. Waiting here
+  // instead keeps the order for the caller's later work, which it queues after this returns.
+  RequestPtr r = raw->request;
+  (void)raw->conn->waitUntil([&r] { return r->done.load(std::memory_order_acquire); }, nullptr);
+  if (r->status.isOk()) raw->conn->doneFlags().release(raw->slot);
+  return okStatus();  // op is freed here: the submit step no longer refers to it
 }
 
 Status prepareGroupStreams(std::vector<Submission>& subs) {
