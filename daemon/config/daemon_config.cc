@@ -1,5 +1,7 @@
 #include "daemon/config/daemon_config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -161,8 +163,18 @@ hc::Status validatePeer(const DaemonConfig& c, const Fail& fail) {
   return {};
 }
 
+// An address literal in 127.0.0.0/8 or ::1, or the name localhost. Matched as an address, not by
+// its text: "127.example.com" is a name that can resolve anywhere.
 bool isLoopbackHost(std::string_view host) {
-  return host == "localhost" || host == "[::1]" || host.starts_with("127.");
+  if (host == "localhost") return true;
+  std::string literal(host);
+  if (literal.size() >= 2 && literal.front() == '[' && literal.back() == ']') {
+    literal = literal.substr(1, literal.size() - 2);
+    in6_addr v6{};
+    return ::inet_pton(AF_INET6, literal.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+  }
+  in_addr v4{};
+  return ::inet_pton(AF_INET, literal.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
 // [control]; `fail(key, message)` adds where the key was set.

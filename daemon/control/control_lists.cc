@@ -1,5 +1,6 @@
 // ControlService: the RPCs that read the status board (clients, communicators, flight records,
 // totals) and TraceCommunicator, which also asks every other daemon of the communicator.
+#include <algorithm>
 #include <future>
 #include <thread>
 
@@ -42,23 +43,66 @@ ControlService::~ControlService() {
   tracesDone_.wait(lock, [&] { return tracesRunning_ == 0; });
 }
 
+Caller ControlService::callerOf(const grpc::CallbackServerContext& context) const {
+  const std::string peer = context.peer();
+  if (peer.starts_with("fd:")) {
+    return sources_.callers ? sources_.callers->lookup(peer) : Caller::unknown();
+  }
+  // TCP: only a certificate the client CA signed says who is calling; such an operator was given
+  // the node, as root is on the admin socket.
+  const auto auth = context.auth_context();
+  if (auth != nullptr && auth->IsPeerAuthenticated()) return Caller::admin(0);
+  return Caller::unknown();
+}
+
+std::vector<std::shared_ptr<const observe::FlightRecorder>> ControlService::visibleComms(
+    const Caller& caller) const {
+  auto comms = sources_.board->comms();
+  if (!caller.seesEverything()) {
+    std::erase_if(comms, [&](const auto& comm) {
+      return !caller.seesAny(sources_.board->commOwners(comm->identity().id));
+    });
+  }
+  return comms;
+}
+
 Result<std::shared_ptr<const observe::FlightRecorder>> ControlService::findComm(
-    const std::string& name) const {
+    const std::string& name, const Caller& caller) const {
   if (sources_.board == nullptr) return kNoBoard;
-  auto comm = sources_.board->findComm(name);
-  if (!comm) {
+  // Matched among the caller's own communicators only: a key prefix is unique or ambiguous
+  // within what the caller may see, and tells nothing about anyone else's keys.
+  const auto comms = visibleComms(caller);
+  std::shared_ptr<const observe::FlightRecorder> found;
+  const bool digits = !name.empty() && name.size() <= 19 &&
+                      std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (digits) {
+    const uint64_t id = std::stoull(name);
+    for (const auto& comm : comms) {
+      if (comm->identity().id == id) found = comm;
+    }
+  }
+  if (!found && name.size() >= 4) {
+    bool ambiguous = false;
+    for (const auto& comm : comms) {
+      if (!comm->identity().keyHex.starts_with(name)) continue;
+      ambiguous = found != nullptr;
+      found = comm;
+    }
+    if (ambiguous) found = nullptr;
+  }
+  if (!found) {
     return Status(Code::NotFound, "no communicator '" + name +
                                       "' on this daemon (give its id, key or a unique key prefix "
                                       "of 4+ digits; hcctl comms lists them)");
   }
-  return comm;
+  return found;
 }
 
 grpc::ServerUnaryReactor* ControlService::ListClients(
     grpc::CallbackServerContext* context, const hetero_comm::v1::ListClientsRequest*,
     hetero_comm::v1::ListClientsResponse* response) {
   if (sources_.board == nullptr) return finish(context, kNoBoard);
-  for (const observe::ClientInfo& c : sources_.board->clients()) {
+  for (const observe::ClientInfo& c : visibleClients(sources_.board->clients(), callerOf(*context))) {
     hetero_comm::v1::Client* row = response->add_clients();
     row->set_id(c.id);
     row->set_pid(c.pid);
@@ -76,7 +120,7 @@ grpc::ServerUnaryReactor* ControlService::ListCommunicators(
     grpc::CallbackServerContext* context, const hetero_comm::v1::ListCommunicatorsRequest*,
     hetero_comm::v1::ListCommunicatorsResponse* response) {
   if (sources_.board == nullptr) return finish(context, kNoBoard);
-  for (const auto& comm : sources_.board->comms()) {
+  for (const auto& comm : visibleComms(callerOf(*context))) {
     describeComm(comm->snapshot(1), response->add_communicators());
   }
   return finish(context, okStatus());
@@ -85,7 +129,7 @@ grpc::ServerUnaryReactor* ControlService::ListCommunicators(
 grpc::ServerUnaryReactor* ControlService::GetFlightRecord(
     grpc::CallbackServerContext* context, const hetero_comm::v1::GetFlightRecordRequest* request,
     hetero_comm::v1::GetFlightRecordResponse* response) {
-  auto comm = findComm(request->communicator());
+  auto comm = findComm(request->communicator(), callerOf(*context));
   if (!comm.isOk()) return finish(context, comm.status());
   const observe::FlightSnapshot snapshot = comm.value()->snapshot(request->last());
   describeComm(snapshot, response->mutable_communicator());
@@ -97,13 +141,16 @@ grpc::ServerUnaryReactor* ControlService::GetStats(grpc::CallbackServerContext* 
                                                    const hetero_comm::v1::GetStatsRequest*,
                                                    hetero_comm::v1::GetStatsResponse* response) {
   if (sources_.board == nullptr) return finish(context, kNoBoard);
+  // Counts of what the caller may see; the totals since start are the daemon's, and name nobody.
+  const Caller caller = callerOf(*context);
   const observe::BoardTotals totals = sources_.board->totals();
-  const auto comms = sources_.board->comms();
+  const auto comms = visibleComms(caller);
   response->set_uptime_ms(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                             node_.startedSteady)
           .count()));
-  response->set_clients(static_cast<uint32_t>(sources_.board->clients().size()));
+  response->set_clients(
+      static_cast<uint32_t>(visibleClients(sources_.board->clients(), caller).size()));
   response->set_communicators(static_cast<uint32_t>(comms.size()));
   response->set_clients_accepted(totals.clientsAccepted);
   response->set_communicators_created(totals.commsCreated);
@@ -122,7 +169,7 @@ grpc::ServerUnaryReactor* ControlService::GetStats(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* ControlService::TraceCommunicator(
     grpc::CallbackServerContext* context, const hetero_comm::v1::TraceCommunicatorRequest* request,
     hetero_comm::v1::TraceCommunicatorResponse* response) {
-  auto comm = findComm(request->communicator());
+  auto comm = findComm(request->communicator(), callerOf(*context));
   if (!comm.isOk()) return finish(context, comm.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   {

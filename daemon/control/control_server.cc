@@ -6,22 +6,16 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
-#include "common/socket_trust.h"
 #include "common/unique_fd.h"
 
 namespace hc::control {
@@ -151,27 +145,6 @@ Result<std::shared_ptr<grpc::ServerCredentials>> tlsCredentials(
   return grpc::SslServerCredentials(ssl);
 }
 
-// A socket file nobody answers on is a leftover of a daemon that died: remove it. One that
-// answers belongs to a live process, which we must not take over (gRPC would unlink and rebind).
-Status claimSocketPath(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return okStatus();
-  if (!S_ISSOCK(st.st_mode)) {
-    return invalidArgument("control.admin_socket " + path + " exists and is not a socket");
-  }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) return invalidArgument("admin socket path too long");
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (probe.valid() &&
-      ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
-    return unavailable("another process serves the admin socket " + path);
-  }
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return systemError("unlink " + path, errno);
-  return okStatus();
-}
-
 void stopServer(std::unique_ptr<grpc::Server>& server) {
   if (!server) return;
   server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
@@ -185,8 +158,19 @@ std::unique_ptr<grpc::ServerBuilderOption> serverReflectionOption(bool offered) 
   return std::make_unique<ReflectionOption>(offered);
 }
 
+namespace {
+
+ControlSources withCallers(ControlSources sources, std::shared_ptr<CallerRegistry> callers) {
+  sources.callers = std::move(callers);
+  return sources;
+}
+
+}  // namespace
+
 ControlServer::ControlServer(NodeInfo node, ControlSources sources)
-    : health_(board_), control_(std::move(node), std::move(sources)) {}
+    : callers_(std::make_shared<CallerRegistry>()),
+      health_(board_),
+      control_(std::move(node), withCallers(std::move(sources), callers_)) {}
 
 ControlServer::~ControlServer() { shutdown(); }
 
@@ -210,25 +194,14 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerO
     // gRPC turns SO_REUSEPORT on by default: two daemons could then share a port silently.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetOption(serverReflectionOption(true));
-    if (!options.adminSocket.empty()) {
-      // The admin socket answers hcctl: a folder others control could hand it an impostor.
-      HC_RETURN_IF_ERROR(checkFolderToServe(options.adminSocket));
-      HC_RETURN_IF_ERROR(claimSocketPath(options.adminSocket));
-      builder.AddListeningPort("unix:" + options.adminSocket, grpc::InsecureServerCredentials());
-    }
     if (!options.listen.empty()) {
       builder.AddListeningPort(options.listen, listenCredentials, &s->controlPort_);
     }
     builder.RegisterService(&s->health_);
     builder.RegisterService(&s->control_);
-    {
-      // Owner and group only, from the moment gRPC binds it: the admin socket tells a lot about
-      // the node, and a chmod after the fact would leave it as wide as the inherited umask until
-      // then. Startup code: no other thread creates files meanwhile (ScopedUmask).
-      std::optional<ScopedUmask> mask;
-      if (!options.adminSocket.empty()) mask.emplace(0117);
-      s->controlServer_ = builder.BuildAndStart();
-    }
+    // The admin socket is not a gRPC listening port: AdminListener accepts its connections, so
+    // that each call is answered for the uid on the other end (caller.h).
+    s->controlServer_ = builder.BuildAndStart();
     if (s->controlServer_ == nullptr || (!options.listen.empty() && s->controlPort_ == 0)) {
       s->controlServer_.reset();
       return unavailable("cannot start the control server on " +
@@ -238,7 +211,12 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerO
                               : " and " + options.listen));
     }
     if (!options.adminSocket.empty()) {
-      s->adminSocket_ = options.adminSocket;
+      auto admin = AdminListener::start(options.adminSocket, s->controlServer_.get(), s->callers_);
+      if (!admin.isOk()) {
+        stopServer(s->controlServer_);
+        return admin.status();
+      }
+      s->adminListener_ = std::move(admin.value());
       spdlog::info("control listening on unix:{}", options.adminSocket);
     }
     if (!options.listen.empty()) {
@@ -271,12 +249,11 @@ void ControlServer::shutdown() {
   // Watches first: a Watch is a call that never ends on its own, and Shutdown would otherwise
   // wait for it until the grace period runs out.
   board_.close();
+  // No new admin connections for a server that is going away; stop() also removes the path.
+  if (adminListener_) adminListener_->stop();
   stopServer(controlServer_);
   stopServer(healthServer_);
-  if (!adminSocket_.empty()) {
-    ::unlink(adminSocket_.c_str());
-    adminSocket_.clear();
-  }
+  adminListener_.reset();
 }
 
 }  // namespace hc::control

@@ -1,7 +1,8 @@
 // ControlServer: the daemon's operator-facing gRPC listeners.
 //   - the control server: Health + Control + server reflection (so grpcurl needs no .proto
-//     files) on the admin Unix socket, plaintext (its file mode guards it), and optionally on a
-//     TCP address, plaintext or TLS. With a client CA the TLS is mutual: every client shows a
+//     files) on the admin Unix socket, plaintext (its file mode guards it; AdminListener accepts
+//     its connections so each call knows its caller's uid: caller.h), and optionally on a TCP
+//     address, plaintext or TLS. With a client CA the TLS is mutual: every client shows a
 //     certificate that CA signed. The config allows a non-loopback address only with mutual TLS;
 //   - the health server: Health alone on a plaintext TCP address, for probes that carry no
 //     credentials (kubelet gRPC probes, grpc_health_probe). No reflection: it is open to anyone
@@ -16,6 +17,8 @@
 #include <string>
 
 #include "common/status.h"
+#include "daemon/control/admin_listener.h"
+#include "daemon/control/caller.h"
 #include "daemon/control/control_service.h"
 #include "daemon/control/health_board.h"
 #include "daemon/control/health_service.h"
@@ -59,20 +62,22 @@ class ControlServer {
   int controlPort() const { return controlPort_; }  // 0 when listen is off
   int healthPort() const { return healthPort_; }    // 0 when health_listen is off
 
-  // Ends every Watch (after it sends what it owes), stops both servers (RPCs under way get a
-  // second to finish) and removes the admin socket. Idempotent; any thread but a gRPC callback.
+  // Ends every Watch (after it sends what it owes), stops accepting on the admin socket and
+  // removes it, then stops both servers (RPCs under way get a second to finish). Idempotent; any thread but a gRPC callback.
   void shutdown();
 
  private:
   ControlServer(NodeInfo node, ControlSources sources);
 
-  // Destroyed in reverse: the servers first, then the services and the board they borrow.
+  // Destroyed in reverse: the admin listener (it hands connections to the control server), the
+  // servers, then the services, the board and the registry they borrow.
+  std::shared_ptr<CallerRegistry> callers_;  // shared with control_ and the admin listener
   HealthBoard board_;
   HealthService health_;
   ControlService control_;
   std::unique_ptr<grpc::Server> controlServer_;
   std::unique_ptr<grpc::Server> healthServer_;
-  std::string adminSocket_;  // set once bound: ours to remove
+  std::unique_ptr<AdminListener> adminListener_;
   int controlPort_ = 0;
   int healthPort_ = 0;
 };

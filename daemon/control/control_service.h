@@ -1,7 +1,9 @@
 // ControlService: hetero_comm.v1.Control with the callback API. GetNode answers from a NodeInfo
 // taken at startup (plus the uptime); ListClients, ListCommunicators, GetFlightRecord and
 // GetStats from the status board the IPC thread keeps; TraceCommunicator asks the other daemons
-// of the communicator on a thread of its own (control_lists.cc).
+// of the communicator on a thread of its own (control_lists.cc). Everything about clients and
+// communicators is limited to what the caller may see (caller.h): its own uid's, or all for an
+// admin; a communicator it may not see is answered NOT_FOUND, as one that does not exist.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -10,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "daemon/control/caller.h"
 #include "daemon/control/cluster_token.h"
 #include "daemon/control/node_info.h"
 #include "daemon/observe/status_board.h"
@@ -24,6 +27,9 @@ struct ControlSources {
   std::shared_ptr<const ClusterToken> token;    // the Peer cluster token, for other daemons
   std::string selfAddress;                      // this daemon's Peer address ("" = none)
   std::chrono::milliseconds peerTimeout{2000};  // per daemon asked by TraceCommunicator
+  // Who is on each admin-socket connection (ControlServer fills it). Without it every caller is
+  // unknown and sees nothing of any tenant.
+  std::shared_ptr<const CallerRegistry> callers;
 };
 
 class ControlService final : public hetero_comm::v1::Control::CallbackService {
@@ -53,8 +59,15 @@ class ControlService final : public hetero_comm::v1::Control::CallbackService {
       hetero_comm::v1::TraceCommunicatorResponse* response) override;
 
  private:
-  // The communicator a request names, or NOT_FOUND / UNAVAILABLE.
-  Result<std::shared_ptr<const observe::FlightRecorder>> findComm(const std::string& name) const;
+  // Who makes the call: the admin socket's registry for "fd:N" peers, an admin for a TCP peer
+  // whose certificate mutual TLS verified, unknown otherwise.
+  Caller callerOf(const grpc::CallbackServerContext& context) const;
+  // The communicators `caller` may see, by id.
+  std::vector<std::shared_ptr<const observe::FlightRecorder>> visibleComms(
+      const Caller& caller) const;
+  // The communicator a request names among those the caller may see, or NOT_FOUND / UNAVAILABLE.
+  Result<std::shared_ptr<const observe::FlightRecorder>> findComm(const std::string& name,
+                                                                  const Caller& caller) const;
   void trace(std::shared_ptr<const observe::FlightRecorder> comm,
              hetero_comm::v1::TraceCommunicatorResponse* response, grpc::ServerUnaryReactor* reactor);
 

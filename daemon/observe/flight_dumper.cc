@@ -1,5 +1,6 @@
 #include "daemon/observe/flight_dumper.h"
 
+#include <grp.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -59,10 +60,23 @@ void FlightDumper::run() {
       queue_.pop_front();
     }
     Result<std::string> path =
-        dumpFlightRecord(options_.stateDir, job.snapshot, job.reason, job.detail);
+        dumpFlightRecord(options_.stateDir, job.snapshot, job.reason, job.detail, readerGid());
     if (path.isOk()) rotate();
     if (onDone_) onDone_(path, job.what);
   }
+}
+
+std::optional<gid_t> FlightDumper::readerGid() const {
+  if (options_.readerGroup.empty()) return std::nullopt;
+  std::vector<char> buffer(16384);
+  group entry{};
+  group* found = nullptr;
+  if (::getgrnam_r(options_.readerGroup.c_str(), &entry, buffer.data(), buffer.size(), &found) !=
+          0 ||
+      found == nullptr) {
+    return std::nullopt;
+  }
+  return found->gr_gid;
 }
 
 void FlightDumper::rotate() const {

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -25,6 +26,9 @@ class FlightDumper {
     uint32_t perMinute = 10;  // the rate after that
     size_t keepFiles = 200;   // the oldest flight-*.json beyond this many are removed
     size_t maxQueued = 16;    // snapshots waiting for the thread; more are skipped
+    // The group that may read the dumps (dumpFlightRecord), looked up at each dump so that a
+    // group made after the start counts; "" or a group the system lacks: the daemon's own.
+    std::string readerGroup = "hetero-comm-admin";
   };
   // Called on the dumper's thread after each dump, with its path or why it failed.
   using Done = std::function<void(const Result<std::string>& path, const std::string& what)>;
@@ -47,6 +51,7 @@ class FlightDumper {
   };
   void run();
   void rotate() const;
+  std::optional<gid_t> readerGid() const;
 
   Options options_;
   Done onDone_;

@@ -119,7 +119,8 @@ std::string flightJson(const FlightSnapshot& record, const std::string& reason,
 }
 
 Result<std::string> dumpFlightRecord(const std::string& stateDir, const FlightSnapshot& record,
-                                     const std::string& reason, const std::string& detail) {
+                                     const std::string& reason, const std::string& detail,
+                                     std::optional<gid_t> readerGroup) {
   HC_RETURN_IF_ERROR(makeDirectories(stateDir));
   const int64_t ms = wallClockNs() / 1'000'000;
   std::string key = record.comm.keyHex;
@@ -133,9 +134,15 @@ Result<std::string> dumpFlightRecord(const std::string& stateDir, const FlightSn
   static std::atomic<uint64_t> serial{0};
   const std::string temporary = path + "." + std::to_string(serial++) + ".tmp";
   const std::string text = flightJson(record, reason, detail);
+  // Born owner-only; the group may read once it is the right group. A group the daemon cannot
+  // give the file to (neither root nor a member) leaves it owner-only rather than readable by
+  // the daemon's own group, whose members are the tenants.
   const int fd =
-      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return unavailable("cannot write " + temporary + ": " + std::strerror(errno));
+  if (!readerGroup || ::fchown(fd, static_cast<uid_t>(-1), *readerGroup) == 0) {
+    (void)::fchmod(fd, 0640);  // on failure the file stays 0600: narrower, never wider
+  }
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

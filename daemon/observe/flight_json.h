@@ -6,6 +6,9 @@
 // nlohmann_json stays inside flight_json.cc.
 #pragma once
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -22,12 +25,18 @@ std::string flightJson(const FlightSnapshot& record, const std::string& reason,
                        const std::string& detail);
 
 // Writes flightJson() to <stateDir>/flight-<key>-<reason>-<unix ms>.json (the directory is
-// created, mode 0750; the file appears whole, mode 0640, written under a fresh name opened with
-// O_EXCL | O_NOFOLLOW and renamed) and returns its path. Synchronous: the daemon calls it through
-// FlightDumper (flight_dumper.h), on a thread of its own.
+// created, mode 0750; the file appears whole, written under a fresh name opened with
+// O_EXCL | O_NOFOLLOW and renamed) and returns its path. A dump holds one job's communicator
+// key, ranks, operations and errors, so it is for the admin group (hetero-comm-admin), not for
+// the daemon's own group, whose members are the tenants: with `readerGroup` the file gets that
+// group and mode 0640 whatever the umask; a group the daemon may not give files to (it is
+// neither root nor a member) leaves the file 0600. Without `readerGroup` (the system has no such
+// group): 0640 in the daemon's group. Synchronous: the daemon calls it through FlightDumper
+// (flight_dumper.h), on a thread of its own.
 [[nodiscard]] Result<std::string> dumpFlightRecord(const std::string& stateDir,
                                                    const FlightSnapshot& record,
                                                    const std::string& reason,
-                                                   const std::string& detail);
+                                                   const std::string& detail,
+                                                   std::optional<gid_t> readerGroup = std::nullopt);
 
 }  // namespace hc::observe

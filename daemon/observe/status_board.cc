@@ -33,6 +33,7 @@ void StatusBoard::clientJoined(uint32_t id, uint64_t commId) {
   if (it == clients_.end()) return;
   std::vector<uint64_t>& comms = it->second.comms;
   if (std::find(comms.begin(), comms.end(), commId) == comms.end()) comms.push_back(commId);
+  if (comms_.count(commId) != 0) commOwners_[commId].insert(it->second.uid);
 }
 
 void StatusBoard::clientGone(uint32_t id) {
@@ -51,6 +52,7 @@ std::shared_ptr<FlightRecorder> StatusBoard::commCreated(CommIdentity comm, size
 void StatusBoard::commGone(uint64_t id) {
   std::lock_guard lock(mutex_);
   comms_.erase(id);
+  commOwners_.erase(id);
   for (auto& [clientId, client] : clients_) std::erase(client.comms, id);
 }
 
@@ -94,6 +96,12 @@ std::shared_ptr<const FlightRecorder> StatusBoard::findComm(const std::string& i
     found = comm;
   }
   return found;
+}
+
+std::set<uid_t> StatusBoard::commOwners(uint64_t id) const {
+  std::lock_guard lock(mutex_);
+  auto it = commOwners_.find(id);
+  return it == commOwners_.end() ? std::set<uid_t>{} : it->second;
 }
 
 BoardTotals StatusBoard::totals() const {

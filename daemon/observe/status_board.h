@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,11 +60,15 @@ class StatusBoard {
   // By local id ("7"), or by key: the 32 hex digits or a unique prefix of at least 4.
   std::shared_ptr<const FlightRecorder> findComm(const std::string& idOrKey) const;
   BoardTotals totals() const;
+  // The uids of the clients that held ranks of communicator `id` (clientJoined), kept until the
+  // communicator goes even when those clients left first: whose record it is, for Control.
+  std::set<uid_t> commOwners(uint64_t id) const;
 
  private:
   mutable std::mutex mutex_;
   std::map<uint32_t, ClientInfo> clients_;
   std::map<uint64_t, std::shared_ptr<FlightRecorder>> comms_;
+  std::map<uint64_t, std::set<uid_t>> commOwners_;
   BoardTotals totals_;
 };
 

@@ -76,9 +76,20 @@ TEST(ControlConfigTest, NonLoopbackListenIsRefusedForLackOfTls) {
     EXPECT_TRUE(mentions(r.status(), "TLS")) << r.status().toString();
     EXPECT_TRUE(mentions(r.status(), "--set")) << "names where it was set: " << r.status().toString();
   }
-  for (const char* address : {"127.0.0.1:0", "localhost:7600", "[::1]:7600"}) {
+  for (const char* address : {"127.0.0.1:0", "localhost:7600", "[::1]:7600", "127.3.4.5:7600"}) {
     auto r = load({"--set", std::string("control.listen=") + address});
     EXPECT_TRUE(r.isOk()) << address << ": " << r.status().toString();
+  }
+}
+
+// Loopback is an address, not a prefix of the text: names that merely start with "127." resolve
+// wherever their owner points them.
+TEST(ControlConfigTest, NamesThatLookLikeLoopbackAreNotLoopback) {
+  for (const char* address : {"127.example.com:7600", "127.0.0.1.nip.io:7600", "127.:7600",
+                              "[::2]:7600", "[::ffff:10.0.0.1]:7600"}) {
+    auto r = load({"--set", std::string("control.listen=") + address});
+    ASSERT_FALSE(r.isOk()) << address;
+    EXPECT_TRUE(mentions(r.status(), "TLS")) << address << ": " << r.status().toString();
   }
 }
 
