@@ -115,7 +115,7 @@ struct DaemonConfig {
   // size (the CPU-forwarding path; every device copy engine gets several in flight).
   uint64_t stagingChunkBytes = 4ull << 20;
   // direct: transfers between daemons lend device memory to the transport in place where the
-  // transport moves that memory type and the startup probe passed (session/direct_probe.h).
+  // transport moves that memory type and the startup probe passed (staging/direct_probe.h).
   bool devicesDirect = true;
   // legacy_ipc: MemRegister may name device memory by a legacy IPC handle (cudaIpcMemHandle_t,
   // hipIpcMemHandle_t). Such a handle is not bound to the process that made it: a client that

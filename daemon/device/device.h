@@ -66,7 +66,7 @@ struct Capabilities {
   // How a Transport would address this device's memory if it read and wrote it in place:
   // {Cuda} for a CUDA GPU, {Hip} for a HIP GPU, {Host} for the host. Empty: only host copies
   // reach it. Whether a given transport moves that type, zero-copy, is probed per daemon
-  // (session/direct_probe.h).
+  // (staging/direct_probe.h).
   std::vector<MemoryType> transportMemory;
 
   bool transportCanAccess(MemoryType type) const;

@@ -44,6 +44,16 @@ struct Match {
   uint64_t seq = 0;  // the collective's sequence number (for logs and failures)
 };
 
+// The match's ops as the data path sees them (operandOf), in op order, each with its rank.
+inline std::vector<staging::Operand> operandsOf(const Match& match) {
+  std::vector<staging::Operand> out;
+  out.reserve(match.ops.size());
+  for (size_t i = 0; i < match.ops.size(); ++i) {
+    out.push_back(operandOf(match.ops[i], match.refs[i].rank));
+  }
+  return out;
+}
+
 class Communicator {
  public:
   Communicator(uint64_t id, int nranks, int opTimeoutMs);

@@ -11,8 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/coll/reduce.h"
-#include "daemon/session/device_reduce.h"
 #include "daemon/session/validate.h"
+#include "daemon/staging/device_reduce.h"
 
 namespace hc::session {
 namespace {
@@ -33,7 +33,10 @@ Engine::Engine(EngineOptions options, coll::ReductionPool* pool, MultiNode multi
       doneFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       staging_(256ull << 20, options.maxStagingBytes),
       copier_(options.stagingChunkBytes),
-      multiNode_(std::move(multiNode)) {
+      multiNode_(std::move(multiNode)),
+      transfers_({&multiNode_.direct, multiNode_.netOptions.chunkBytes, options.stagingChunkBytes,
+                  options.metrics},
+                 &staging_, &copier_) {
   HC_CHECK(doneFd_.valid());
 }
 
@@ -234,11 +237,16 @@ void Engine::run(const std::shared_ptr<Communicator>& comm, Match match) {
   // Device operands that take the host path, and why: a home device without reduction kernels,
   // or anything the devices cannot reduce by themselves (device_reduce.h).
   const char* fallback = "host_reduction";
-  const ReductionPlacement placement = reductionPlacement(match);
+  // Only device operands can reduce on a device (the head's send side first of all): host
+  // matches skip building the data path's view of the ops.
+  std::vector<staging::Operand> operands;
+  if (head.sendRegion != nullptr) operands = operandsOf(match);
+  const staging::ReductionPlacement placement =
+      operands.empty() ? staging::ReductionPlacement{} : staging::reductionPlacement(operands);
   if (placement.home != nullptr) {
     if (placement.home->capabilities().reduceKernels) {
       if (options_.metrics != nullptr) options_.metrics->deviceReduction(placement.spansDevices);
-      comm->finishMatch(match, reduceOnDevice(match, placement, copier_));
+      comm->finishMatch(match, staging::reduceOnDevice(operands, placement, copier_));
       return;
     }
     fallback = "no_reduce_kernels";

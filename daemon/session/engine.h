@@ -2,7 +2,10 @@
 // communicator matched (collectives in one pass, transfers as one copy), inline for small work
 // and on the reduction pool for large. Communicators that span daemons (engine_net.cc) are formed
 // through the Bootstrap and run as hierarchical plans whose inter-node part runs on the
-// NetExecutor.
+// NetExecutor. Its parts are in one file each, as the sections of the private part below say:
+// the local runner (engine.cc), the joiner of communicators across daemons (engine_join.cc), the
+// multi-node runner (engine_net.cc, engine_pipeline.cc, engine_transfer.cc) and what operators
+// see (engine_record.cc); where a transfer meets the wire is a class of its own (TransferPath).
 // Runs on the IPC thread; the pool's workers reach it only through finished() + the done eventfd.
 #pragma once
 
@@ -24,10 +27,10 @@
 #include "daemon/session/bootstrap.h"
 #include "daemon/session/client_staging.h"
 #include "daemon/session/communicator.h"
-#include "daemon/session/device_reduce.h"
 #include "daemon/session/session.h"
-#include "daemon/session/slice_staging.h"
-#include "daemon/session/staged_transfer.h"
+#include "daemon/session/transfer_path.h"
+#include "daemon/staging/device_reduce.h"
+#include "daemon/staging/slice_staging.h"
 #include "daemon/observe/flight_dumper.h"
 #include "daemon/observe/status_board.h"
 
@@ -131,9 +134,9 @@ class Engine {
   // A collective across daemons run as a pipeline of slices (slice_staging.h): slice `running`
   // is on the wire (NetRun::plan), slice running + 1 is staged and combined already (`next`).
   struct Pipeline {
-    std::unique_ptr<SliceStaging> staging;
+    std::unique_ptr<staging::SliceStaging> staging;
     // Where this daemon's operands are combined before the wire; home null: on the host.
-    ReductionPlacement combine;
+    staging::ReductionPlacement combine;
     size_t running = 0;
     std::unique_ptr<coll::hier::NodePlan> next;
   };
@@ -159,7 +162,7 @@ class Engine {
     // A transfer lent to the transport in place: the memory its buffer lies in.
     transport::MemoryKind memory = transport::MemoryKind::Host;
     // A transfer of device memory staged beside the wire on the progress thread.
-    std::optional<StagedTransferPlan> stagedTransfer;
+    std::optional<staging::StagedTransferPlan> stagedTransfer;
     std::unique_ptr<Pipeline> pipeline;           // a collective run in slices
     uint32_t node = 0;  // Watch, Notice: the other daemon
     std::vector<uint8_t> notice;
@@ -174,6 +177,7 @@ class Engine {
     std::chrono::steady_clock::time_point readyAt;  // joinAnswerDelay after it came
   };
 
+  // engine.cc: the local runner (submissions, units, matching, one-pass plans, local splits).
   void accept(const SessionPtr& session, const ipc::SubmitEntry& e);
   void join(const SessionPtr& session, const ipc::SubmitEntry& e);
   void failInit(const std::string& key, const Status& why);
@@ -182,6 +186,9 @@ class Engine {
   void split(const std::shared_ptr<Communicator>& comm, const Match& match);
   void finish(uint64_t runId);
   void dropIfEmpty(const std::shared_ptr<Communicator>& comm);
+  std::vector<coll::RankBuffers> matchBuffers(const Match& match) const;
+
+  // engine_record.cc: what operators see.
   // Gives a new communicator (its members set) its flight recorder on the board, under the key
   // every daemon of it knows it by, and the incident handler (log, dump).
   // nodeAddresses and ranksOfNode as in CommIdentity (empty on one daemon).
@@ -192,8 +199,8 @@ class Engine {
   // Metrics: a match whose device operands go through host staging; a daemon of `comm` lost.
   void countStaging(const Match& match, const char* reason);
   void peerLost(const Communicator& comm, uint32_t node);
-  std::vector<coll::RankBuffers> matchBuffers(const Match& match) const;
-  // engine_net.cc
+
+  // engine_join.cc: communicators that span daemons, joined at their root (and netDoneFd).
   void joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, std::string root);
   void takeJoinAnswers();
   void onJoinAnswer(JoinAnswer answer);
@@ -204,20 +211,11 @@ class Engine {
   // error when the identity is refused here (CommIdentities::claim).
   Result<std::shared_ptr<Communicator>> makeSpanningComm(
       coll::hier::NodeLayout layout, uint64_t identity, std::vector<transport::PeerAddress> nodes);
+
+  // engine_net.cc: the multi-node runner (NetOps, agreement, splits, watches, notices, drains).
   void runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net, Match match);
   void splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
                         const Match& match);
-  // Where a transfer's buffer meets the wire: lent in place (a device that passed the direct
-  // probe), staged beside the wire on the progress thread (other device memory), or staged here
-  // before the op (the client's own memory). Aims bufs[0] there.
-  struct TransferPlacement {
-    transport::MemoryKind memory = transport::MemoryKind::Host;
-    std::optional<StagedTransferPlan> staged;
-  };
-  Status placeTransfer(const Match& match, std::vector<coll::RankBuffers>& bufs,
-                       StagedMatch& staged, TransferPlacement* placement);
-  void transferAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
-                           Match match);
   void finishSplitAcrossNodes(NetRun& run);
   // Hands the job to the NetExecutor; the run waits in netRuns_ (the reference stays valid until
   // collectNet takes its result).
@@ -229,14 +227,6 @@ class Engine {
   // all of them land in run.notice, in node order.
   void exchange(const NetComm& net, NetRun run, const void* mine, size_t bytes);
   void onAgreement(NetRun run);
-  // engine_pipeline.cc
-  void startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes);
-  Result<std::unique_ptr<coll::hier::NodePlan>> planSlice(NetRun& run, size_t k);
-  NetRun& submitSlice(const NetComm& net, NetRun run);
-  void prepareNextSlice(NetRun& run);
-  void onSliceDone(NetRun run, const Status& status);
-  void startVerdict(const NetComm& net, NetRun run);
-  void onVerdict(NetRun run, const Status& status);
   void watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net);
   void onWatch(NetRun& run, const Status& status);
   void propagateFailures();
@@ -247,6 +237,20 @@ class Engine {
                    const std::function<std::vector<uint8_t>(uint32_t node)>& noticeFor);
   void retireNet(const std::shared_ptr<Communicator>& comm);
 
+  // engine_transfer.cc: a send or receive whose other half runs on another daemon; where its
+  // buffer meets the wire is transfers_' choice (transfer_path.h).
+  void transferAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                           Match match);
+
+  // engine_pipeline.cc: a collective across daemons run in slices.
+  void startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes);
+  Result<std::unique_ptr<coll::hier::NodePlan>> planSlice(NetRun& run, size_t k);
+  NetRun& submitSlice(const NetComm& net, NetRun run);
+  void prepareNextSlice(NetRun& run);
+  void onSliceDone(NetRun run, const Status& status);
+  void startVerdict(const NetComm& net, NetRun run);
+  void onVerdict(NetRun run, const Status& status);
+
   EngineOptions options_;
   coll::ReductionPool* pool_;
   UniqueFd doneFd_;
@@ -255,8 +259,8 @@ class Engine {
   std::map<uint64_t, Running> running_;
   uint64_t nextCommId_ = 1;
   uint64_t nextRunId_ = 1;
-  StagingPool staging_;
-  DeviceCopier copier_;
+  staging::StagingPool staging_;
+  staging::DeviceCopier copier_;
   std::mutex finishedMutex_;
   std::vector<uint64_t> finished_;  // run ids, filled by pool workers
   std::vector<JoinAnswer> joinAnswers_;  // filled by the bootstrap's threads (finishedMutex_)
@@ -269,9 +273,9 @@ class Engine {
   size_t netOpsRunning_ = 0;              // netRuns_ of Kind::Agree, Op, Verdict, Split
   coll::hier::ScratchPool scratch_;
   std::set<std::string> lostPeers_;
-  // The progress thread's copy streams for staged transfers (staged_transfer.h). The executor
-  // stops before the engine goes, so nothing uses them when they are destroyed.
-  TransferLanes transferLanes_;
+  // Where transfers between daemons meet the wire; owns the progress thread's copy lanes for
+  // staged transfers (destroyed after the executor stopped, as before).
+  TransferPath transfers_;
   // Writes flight-record dumps off the IPC thread, rate-limited; made at the first incident.
   std::unique_ptr<observe::FlightDumper> dumper_;
 };

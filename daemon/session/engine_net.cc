@@ -21,8 +21,8 @@
 #include "daemon/session/engine.h"
 #include "daemon/session/net_seq.h"
 #include "daemon/session/notices.h"
-#include "daemon/session/slice_staging.h"
 #include "daemon/session/validate.h"
+#include "daemon/staging/slice_staging.h"
 
 namespace hc::session {
 namespace {
@@ -169,7 +169,7 @@ void Engine::onAgreement(NetRun run) {
   }
   run.kind = NetRun::Kind::Op;
   const PendingOp& head = run.match.ops.front();
-  if (sliceBytes != 0 && head.count != 0 && sliceable(head.type)) {
+  if (sliceBytes != 0 && head.count != 0 && staging::sliceable(head.type)) {
     return startPipeline(net->second, std::move(run), sliceBytes);
   }
   // Host memory on every daemon: the op runs whole, on the clients' segments.
@@ -195,7 +195,7 @@ void Engine::startNetOp(const NetComm& net, NetRun run) {
   job.spec.memory = run.memory;
   if (run.stagedTransfer) {
     job.make = [plan = *run.stagedTransfer](const coll::net::NetOpSpec& spec) {
-      return makeStagedTransfer(spec, plan);
+      return staging::makeStagedTransfer(spec, plan);
     };
   }
   if (isPointToPoint(head.type)) {

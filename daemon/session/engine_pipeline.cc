@@ -19,25 +19,26 @@ void Engine::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) 
   const size_t esz = coll::dtypeSize(head.dtype);
   const int nranks = run.comm->nranks();
   run.pipeline = std::make_unique<Pipeline>();
-  run.pipeline->staging = std::make_unique<SliceStaging>(
-      head.type, nranks, esz, head.count, sliceCount(head.type, nranks, esz, sliceBytes),
-      &staging_, &copier_);
+  run.pipeline->staging = std::make_unique<staging::SliceStaging>(
+      head.type, nranks, esz, head.count,
+      staging::sliceCount(head.type, nranks, esz, sliceBytes), &staging_, &copier_);
   // Operands that share one device are combined there: one slice leaves the device for the whole
   // daemon instead of one per rank, and the host does not reduce them. Operands on several
   // devices are not: gathering them on one device costs a peer copy each, as much as the copy to
   // the host they would save unless the GPUs share a fast link, which the daemon cannot see;
   // each device's copy engine moves its own operands out side by side instead.
-  const ReductionPlacement combine =
-      run.match.ops.size() > 1 ? reductionPlacement(run.match) : ReductionPlacement{};
+  const staging::ReductionPlacement combine =
+      run.match.ops.size() > 1 ? staging::reductionPlacement(operandsOf(run.match))
+                               : staging::ReductionPlacement{};
   if (combine.home != nullptr && !combine.spansDevices &&
       combine.home->capabilities().reduceKernels) {
     run.pipeline->combine = combine;
     if (options_.metrics != nullptr) options_.metrics->deviceReduction(combine.spansDevices);
-    run.pipeline->staging->combineSends([this, combine, nranks](const std::vector<PendingOp>& ops,
-                                                                uint64_t first, uint64_t count,
-                                                                uint8_t* out) {
-      return combineSlice(ops, combine, nranks, first, count, copier_, out);
-    });
+    run.pipeline->staging->combineSends(
+        [this, combine, nranks](const std::vector<staging::Operand>& ops, uint64_t first,
+                                uint64_t count, uint8_t* out) {
+          return staging::combineSlice(ops, combine, nranks, first, count, copier_, out);
+        });
   }
   auto first = planSlice(run, 0);
   if (!first.isOk()) {
@@ -55,7 +56,7 @@ void Engine::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) 
 Result<std::unique_ptr<coll::hier::NodePlan>> Engine::planSlice(NetRun& run, size_t k) {
   const PendingOp& head = run.match.ops.front();
   std::vector<coll::RankBuffers> bufs = matchBuffers(run.match);
-  HC_RETURN_IF_ERROR(run.pipeline->staging->stageIn(run.match.ops, k, bufs));
+  HC_RETURN_IF_ERROR(run.pipeline->staging->stageIn(operandsOf(run.match), k, bufs));
   // Also waits for the previous slice's copies out, which ran beside these.
   run.pipeline->staging->settle();
   coll::LocalOp lop{head.type, head.dtype, head.redop, head.root,
@@ -116,7 +117,7 @@ void Engine::onSliceDone(NetRun run, const Status& status) {
   run.plan.reset();  // its scratch goes back to the pool
   const size_t done = p.running;
   if (p.next == nullptr) {  // that was the last slice
-    p.staging->stageOut(run.match.ops, done);
+    p.staging->stageOut(operandsOf(run.match), done);
     p.staging->settle();
     return startVerdict(net->second, std::move(run));
   }
@@ -125,7 +126,7 @@ void Engine::onSliceDone(NetRun run, const Status& status) {
   run.plan = std::move(p.next);
   ++p.running;
   NetRun& live = submitSlice(net->second, std::move(run));
-  live.pipeline->staging->stageOut(live.match.ops, done);
+  live.pipeline->staging->stageOut(operandsOf(live.match), done);
   prepareNextSlice(live);
 }
 

@@ -9,6 +9,7 @@
 #include "daemon/session/device_regions.h"
 #include "daemon/session/process_memory.h"
 #include "daemon/session/segment.h"
+#include "daemon/staging/operand.h"
 
 namespace hc::session {
 
@@ -51,6 +52,34 @@ struct PendingOp {
   static constexpr uint64_t kNoRecord = UINT64_MAX;
   uint64_t recordId = kNoRecord;
 };
+
+// The op as the device and wire data path sees it (daemon/staging/operand.h): a view that borrows
+// from `op`, valid while op lives. `rank` is the op's rank in its communicator.
+inline staging::Operand operandOf(const PendingOp& op, int rank) {
+  auto side = [](const DeviceRegionPtr& region, const PendingOp::ClientRange& range) {
+    staging::OperandSide s;
+    if (region != nullptr) {
+      s.device = region->device();
+      s.region = region->data();
+    }
+    s.address = range.address;
+    s.bytes = range.bytes;
+    return s;
+  };
+  staging::Operand o;
+  o.type = op.type;
+  o.dtype = op.dtype;
+  o.redop = op.redop;
+  o.root = op.root;
+  o.count = op.count;
+  o.rank = rank;
+  o.buffers = op.buffers;
+  o.scalarSource = op.scalarSource;
+  o.send = side(op.sendRegion, op.sendRange);
+  o.recv = side(op.recvRegion, op.recvRange);
+  o.client = op.processMemory.get();
+  return o;
+}
 
 inline bool isPointToPoint(ipc::OpType t) {
   return t == ipc::OpType::Send || t == ipc::OpType::Recv;

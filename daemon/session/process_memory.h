@@ -16,10 +16,11 @@
 
 #include "common/status.h"
 #include "common/unique_fd.h"
+#include "daemon/staging/operand.h"
 
 namespace hc::session {
 
-class ProcessMemory {
+class ProcessMemory final : public staging::ClientMemory {
  public:
   // Takes memFd, which the client said is its /proc/self/mem, and proves it: the descriptor must
   // be a process's mem file of /proc, open for reading and writing; `pattern` must read back
@@ -34,8 +35,9 @@ class ProcessMemory {
   // called exec). Like the client's own accesses through the file (and unlike process_vm_readv),
   // these reach mapped pages without read or write permission (PROT_NONE guard pages, read-only
   // private mappings, written copy-on-write): nothing the client could not do to itself.
-  [[nodiscard]] Status read(uint64_t address, void* to, size_t bytes) const;
-  [[nodiscard]] Status write(uint64_t address, const void* from, size_t bytes) const;
+  // staging::ClientMemory
+  [[nodiscard]] Status read(uint64_t address, void* to, size_t bytes) const override;
+  [[nodiscard]] Status write(uint64_t address, const void* from, size_t bytes) const override;
 
   pid_t pid() const { return pid_; }
 

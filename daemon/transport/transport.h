@@ -24,7 +24,7 @@ namespace hc::transport {
 // Memory a Transport may be lent: host memory, or GPU memory that the backend moves itself (UCX
 // built with CUDA or ROCm support reads and writes it directly, by GPUDirect RDMA where the NIC
 // and driver allow). Whether a backend moves a kind is movesMemory(); whether that is truly zero
-// copy, and faster than staging through host memory, only a probe can tell (session/
+// copy, and faster than staging through host memory, only a probe can tell (staging/
 // direct_probe.h).
 enum class MemoryKind : uint8_t { Host, Cuda, Rocm };
 const char* memoryKindName(MemoryKind kind);  // "host", "cuda", "rocm"

@@ -1,5 +1,5 @@
 // Reductions among one daemon's ranks whose buffers all sit on devices of one vendor run on a
-// device (daemon/session/device_reduce.h): on the one device they share with no copy at all, or,
+// device (daemon/staging/device_reduce.h): on the one device they share with no copy at all, or,
 // across devices, on the device holding most operands after device-to-device copies of the
 // others. Shown three ways:
 //   - the sim device's copy fault (devices.sim.fail_copy_at=1: the first copy fails):

@@ -47,7 +47,7 @@ CudaDevice::CudaDevice(std::shared_ptr<CudaDriver> driver, int ordinal)
   // 64-bit Linux context has), so one copy reaches another GPU's memory.
   caps_.peerCopy = true;
   // A transport built with CUDA support may be lent this GPU's memory; whether it moves it
-  // zero-copy (GPUDirect RDMA) the daemon probes before it does (session/direct_probe.h).
+  // zero-copy (GPUDirect RDMA) the daemon probes before it does (staging/direct_probe.h).
   caps_.transportMemory = {MemoryType::Cuda};
 }
 

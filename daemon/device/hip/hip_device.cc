@@ -46,7 +46,7 @@ HipDevice::HipDevice(std::shared_ptr<const HipApi> api, int ordinal)
   // copy reaches another GPU's memory.
   caps_.peerCopy = true;
   // A transport built with ROCm support may be lent this GPU's memory; whether it moves it
-  // zero-copy (ROCm peer memory) the daemon probes before it does (session/direct_probe.h).
+  // zero-copy (ROCm peer memory) the daemon probes before it does (staging/direct_probe.h).
   caps_.transportMemory = {MemoryType::Hip};
 }
 

@@ -285,8 +285,8 @@ TEST_F(DeviceRegionsTest, StagingCopiesInAndOutInChunksThatDoNotDivideTheBuffer)
   ASSERT_TRUE(op.isOk());
   std::vector<PendingOp> ops{*op};
   std::vector<coll::RankBuffers> bufs(1);
-  StagingPool pool;
-  DeviceCopier copier(1000);  // 32 KiB in 33 chunks, the last one short
+  staging::StagingPool pool;
+  staging::DeviceCopier copier(1000);  // 32 KiB in 33 chunks, the last one short
   StagedMatch staged;
   ASSERT_TRUE(staged.stageIn(ops, bufs, &pool, &copier).isOk());
   const auto* in = reinterpret_cast<const float*>(bufs[0].send);

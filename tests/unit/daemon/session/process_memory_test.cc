@@ -241,7 +241,7 @@ TEST(StagedMatchTest, InPlaceOperandSharesOneCopyAndOnlyTheReceiveGoesBack) {
   ops[0].recvRange = {child.address(4096), 2 * block};
   ops[0].sendRange = {child.address(4096 + block), block};
   std::vector<coll::RankBuffers> bufs(1);
-  StagingPool pool;
+  staging::StagingPool pool;
   StagedMatch staged;
   ASSERT_TRUE(staged.stageIn(ops, bufs, &pool, nullptr).isOk());
   ASSERT_EQ(bufs[0].send, bufs[0].recv + block) << "the layout of the client is kept";
@@ -262,7 +262,7 @@ TEST(StagedMatchTest, SendOnlyCopyNeverLandsOnAnAdjacentReceiveRange) {
   ops[0].recvRange = {child.address(8192 + 100), 100};
   std::memset(child.region() + 8192, 1, 200);
   std::vector<coll::RankBuffers> bufs(1);
-  StagingPool pool;
+  staging::StagingPool pool;
   StagedMatch staged;
   ASSERT_TRUE(staged.stageIn(ops, bufs, &pool, nullptr).isOk());
   ASSERT_NE(bufs[0].send + 100, bufs[0].recv) << "disjoint ranges get separate copies";

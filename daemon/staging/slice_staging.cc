@@ -1,9 +1,9 @@
-#include "daemon/session/slice_staging.h"
+#include "daemon/staging/slice_staging.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace hc::session {
+namespace hc::staging {
 namespace {
 
 // How many rank blocks one side of an op's buffers holds.
@@ -84,23 +84,22 @@ uint64_t SliceStaging::countOf(size_t k) const {
   return first >= total_ ? 0 : std::min(perSlice_, total_ - first);
 }
 
-Status SliceStaging::move(const PendingOp& op, bool send, const std::vector<SlicePiece>& pieces,
+Status SliceStaging::move(const Operand& op, bool send, const std::vector<SlicePiece>& pieces,
                           uint8_t* packed, bool toClient) {
-  const DeviceRegionPtr& region = send ? op.sendRegion : op.recvRegion;
-  const PendingOp::ClientRange& range = send ? op.sendRange : op.recvRange;
+  const OperandSide& side = send ? op.send : op.recv;
   uint64_t at = 0;
   for (const auto& piece : pieces) {
     uint8_t* local = packed + at;
     at += piece.bytes;
-    if (region != nullptr) {
-      uint8_t* remote = region->data() + range.address + piece.offset;
-      HC_RETURN_IF_ERROR(
-          toClient ? copier_->enqueue(region->device(), remote, local, piece.bytes, true)
-                   : copier_->enqueue(region->device(), local, remote, piece.bytes, false));
-    } else if (range.used()) {
-      const uint64_t address = range.address + piece.offset;
-      HC_RETURN_IF_ERROR(toClient ? op.processMemory->write(address, local, piece.bytes)
-                                  : op.processMemory->read(address, local, piece.bytes));
+    if (side.onDevice()) {
+      uint8_t* remote = side.region + side.address + piece.offset;
+      HC_RETURN_IF_ERROR(toClient
+                             ? copier_->enqueue(side.device, remote, local, piece.bytes, true)
+                             : copier_->enqueue(side.device, local, remote, piece.bytes, false));
+    } else if (side.used()) {
+      const uint64_t address = side.address + piece.offset;
+      HC_RETURN_IF_ERROR(toClient ? op.client->write(address, local, piece.bytes)
+                                  : op.client->read(address, local, piece.bytes));
     } else if (toClient) {
       std::memcpy(op.buffers.recv + piece.offset, local, piece.bytes);
     } else {
@@ -110,7 +109,7 @@ Status SliceStaging::move(const PendingOp& op, bool send, const std::vector<Slic
   return okStatus();
 }
 
-Status SliceStaging::stageIn(const std::vector<PendingOp>& ops, size_t k,
+Status SliceStaging::stageIn(const std::vector<Operand>& ops, size_t k,
                              std::vector<coll::RankBuffers>& bufs) {
   const uint64_t first = k * perSlice_;
   const uint64_t count = countOf(k);
@@ -128,11 +127,11 @@ Status SliceStaging::stageIn(const std::vector<PendingOp>& ops, size_t k,
     for (auto& b : bufs) b.send = buffer->data;
   }
   for (size_t i = 0; i < ops.size(); ++i) {
-    const PendingOp& op = ops[i];
+    const Operand& op = ops[i];
     for (const bool send : {true, false}) {
       if (send && combine_) continue;
-      const bool device = (send ? op.sendRegion : op.recvRegion) != nullptr;
-      const bool client = (send ? op.sendRange : op.recvRange).used();
+      const bool device = (send ? op.send : op.recv).onDevice();
+      const bool client = (send ? op.send : op.recv).used();
       const uint8_t* host = send ? op.buffers.send : op.buffers.recv;
       if (!device && !client && host == nullptr) continue;  // a side this rank does not use
       const auto pieces = slicePieces(type_, send, nranks_, esz_, total_, first, count);
@@ -160,7 +159,7 @@ Status SliceStaging::stageIn(const std::vector<PendingOp>& ops, size_t k,
   return okStatus();
 }
 
-void SliceStaging::stageOut(const std::vector<PendingOp>& ops, size_t k) {
+void SliceStaging::stageOut(const std::vector<Operand>& ops, size_t k) {
   auto it = staged_.find(k);
   if (it == staged_.end()) return;
   const auto pieces = slicePieces(type_, false, nranks_, esz_, total_, k * perSlice_, countOf(k));
@@ -190,4 +189,4 @@ void SliceStaging::release(size_t k) {
   staged_.erase(it);
 }
 
-}  // namespace hc::session
+}  // namespace hc::staging

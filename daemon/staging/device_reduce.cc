@@ -1,4 +1,4 @@
-#include "daemon/session/device_reduce.h"
+#include "daemon/staging/device_reduce.h"
 
 #include <algorithm>
 #include <utility>
@@ -6,7 +6,7 @@
 
 #include "daemon/coll/reduce.h"
 
-namespace hc::session {
+namespace hc::staging {
 namespace {
 
 // Scratch slots start on this boundary, which every kernel's vector loads accept.
@@ -19,8 +19,8 @@ bool reduces(ipc::OpType type) {
 
 // Whether the op's result lands in its receive buffer: every rank of an allreduce, the root of
 // a reduce.
-bool receives(const PendingOp& op, int rank) {
-  return op.type != ipc::OpType::Reduce || rank == op.root;
+bool receives(const Operand& op) {
+  return op.type != ipc::OpType::Reduce || op.rank == op.root;
 }
 
 bool sameKind(const device::Device& a, const device::Device& b) {
@@ -28,35 +28,33 @@ bool sameKind(const device::Device& a, const device::Device& b) {
 }
 
 // A buffer of one reduction and the device it lives on.
-struct Operand {
+struct Place {
   uint8_t* at;
   device::Device* device;
 };
 
 // One reduction: over `count` elements of every input into every output.
 struct Reduction {
-  std::vector<Operand> inputs;
-  std::vector<Operand> outputs;
+  std::vector<Place> inputs;
+  std::vector<Place> outputs;
 };
 
 // Allreduce and reduce: one reduction into every receiving buffer. Reduce-scatter: one per rank,
 // over that rank's block of every input, into its own buffer.
-std::vector<Reduction> reductionsOf(const Match& match) {
-  const PendingOp& head = match.ops.front();
+std::vector<Reduction> reductionsOf(const std::vector<Operand>& ops) {
+  const Operand& head = ops.front();
   const bool scatter = head.type == ipc::OpType::ReduceScatter;
   const uint64_t elementBytes = coll::dtypeSize(head.dtype);
-  std::vector<Reduction> out(scatter ? match.ops.size() : 1);
+  std::vector<Reduction> out(scatter ? ops.size() : 1);
   for (size_t block = 0; block < out.size(); ++block) {
-    for (size_t i = 0; i < match.ops.size(); ++i) {
-      const PendingOp& op = match.ops[i];
-      // The ranges hold offsets into the regions (validate.cc checked them against the sizes).
-      const uint64_t skip = scatter ? match.refs[block].rank * head.count * elementBytes : 0;
-      out[block].inputs.push_back(
-          {op.sendRegion->data() + op.sendRange.address + skip, op.sendRegion->device()});
-      const bool lands = scatter ? i == block : receives(op, match.refs[i].rank);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Operand& op = ops[i];
+      // The ranges hold offsets into the regions (the session checked them against the sizes).
+      const uint64_t skip = scatter ? ops[block].rank * head.count * elementBytes : 0;
+      out[block].inputs.push_back({op.send.region + op.send.address + skip, op.send.device});
+      const bool lands = scatter ? i == block : receives(op);
       if (lands) {
-        out[block].outputs.push_back(
-            {op.recvRegion->data() + op.recvRange.address, op.recvRegion->device()});
+        out[block].outputs.push_back({op.recv.region + op.recv.address, op.recv.device});
       }
     }
   }
@@ -65,14 +63,14 @@ std::vector<Reduction> reductionsOf(const Match& match) {
 
 }  // namespace
 
-ReductionPlacement reductionPlacement(const Match& match) {
-  if (match.ops.empty()) return {};
-  const PendingOp& head = match.ops.front();
+ReductionPlacement reductionPlacement(const std::vector<Operand>& ops) {
+  if (ops.empty()) return {};
+  const Operand& head = ops.front();
   if (!reduces(head.type) || head.count == 0) return {};
   std::vector<std::pair<device::Device*, int>> devices;  // with the operands each holds
-  auto add = [&](const DeviceRegionPtr& region) {
-    if (region == nullptr) return false;
-    device::Device* device = region->device();
+  auto add = [&](const OperandSide& side) {
+    if (!side.onDevice()) return false;
+    device::Device* device = side.device;
     if (!devices.empty() && !sameKind(*devices.front().first, *device)) return false;
     auto it = std::find_if(devices.begin(), devices.end(),
                            [device](const auto& seen) { return seen.first == device; });
@@ -83,13 +81,10 @@ ReductionPlacement reductionPlacement(const Match& match) {
     }
     return true;
   };
-  for (size_t i = 0; i < match.ops.size(); ++i) {
-    const PendingOp& op = match.ops[i];
+  for (const Operand& op : ops) {
     if (op.scalarSource != nullptr) return {};  // read from memory when the op runs
-    if (!op.sendRange.used() || !add(op.sendRegion)) return {};
-    if (receives(op, match.refs[i].rank) && (!op.recvRange.used() || !add(op.recvRegion))) {
-      return {};
-    }
+    if (!op.send.used() || !add(op.send)) return {};
+    if (receives(op) && (!op.recv.used() || !add(op.recv))) return {};
   }
   // The device with the most operands moves the fewest bytes; the first of equals.
   auto home = std::max_element(devices.begin(), devices.end(),
@@ -112,21 +107,21 @@ struct Kernel {
   std::vector<uint64_t> scalars;  // PreMulSum: one per op, in op order
 };
 
-Kernel kernelOf(const std::vector<PendingOp>& ops, bool avgAsSum) {
-  const PendingOp& head = ops.front();
+Kernel kernelOf(const std::vector<Operand>& ops, bool avgAsSum) {
+  const Operand& head = ops.front();
   Kernel k{head.dtype, head.redop, {}};
   if (avgAsSum && k.redop == static_cast<uint8_t>(ipc::RedOp::Avg)) {
     k.redop = static_cast<uint8_t>(ipc::RedOp::Sum);
   }
   if (k.redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum)) {
-    for (const PendingOp& op : ops) k.scalars.push_back(op.buffers.scalar);
+    for (const Operand& op : ops) k.scalars.push_back(op.buffers.scalar);
   }
   return k;
 }
 
 // Scratch slots for the operands of `reductions` that live on other devices than home.
 size_t awaySlots(const std::vector<Reduction>& reductions, device::Device* home) {
-  auto away = [home](const Operand& o) { return o.device != home; };
+  auto away = [home](const Place& o) { return o.device != home; };
   size_t slots = 0;
   for (const Reduction& r : reductions) {
     slots = std::max<size_t>(slots, std::count_if(r.inputs.begin(), r.inputs.end(), away) +
@@ -158,7 +153,7 @@ Status reduceWindow(const Reduction& reduction, uint64_t offset, uint64_t count,
   std::vector<const void*> inputs;
   std::vector<void*> outputs;
   std::vector<std::pair<uint8_t*, uint8_t*>> results;  // (buffer on another device, slot)
-  for (const Operand& in : reduction.inputs) {
+  for (const Place& in : reduction.inputs) {
     if (in.device == home) {
       inputs.push_back(in.at + offset);
       continue;
@@ -168,7 +163,7 @@ Status reduceWindow(const Reduction& reduction, uint64_t offset, uint64_t count,
     inputs.push_back(slot);
     slot += slotBytes;
   }
-  for (const Operand& out : reduction.outputs) {
+  for (const Place& out : reduction.outputs) {
     if (out.device == home) {
       outputs.push_back(out.at + offset);
       continue;
@@ -198,13 +193,13 @@ Status reduceWindow(const Reduction& reduction, uint64_t offset, uint64_t count,
 
 }  // namespace
 
-Status reduceOnDevice(const Match& match, const ReductionPlacement& placement,
+Status reduceOnDevice(const std::vector<Operand>& ops, const ReductionPlacement& placement,
                       DeviceCopier& copier) {
-  const PendingOp& head = match.ops.front();
+  const Operand& head = ops.front();
   device::Device* home = placement.home;
   const uint64_t elementBytes = coll::dtypeSize(head.dtype);
-  const Kernel kernel = kernelOf(match.ops, /*avgAsSum=*/false);
-  const std::vector<Reduction> reductions = reductionsOf(match);
+  const Kernel kernel = kernelOf(ops, /*avgAsSum=*/false);
+  const std::vector<Reduction> reductions = reductionsOf(ops);
   // Operands on other devices pass through the home's scratch a window at a time, so the
   // scratch stays a few staging chunks however large the message.
   const uint64_t window =
@@ -228,10 +223,10 @@ Status reduceOnDevice(const Match& match, const ReductionPlacement& placement,
   return okStatus();
 }
 
-Status combineSlice(const std::vector<PendingOp>& ops, const ReductionPlacement& placement,
+Status combineSlice(const std::vector<Operand>& ops, const ReductionPlacement& placement,
                     int nranks, uint64_t first, uint64_t count, DeviceCopier& copier,
                     uint8_t* out) {
-  const PendingOp& head = ops.front();
+  const Operand& head = ops.front();
   device::Device* home = placement.home;
   const uint64_t elementBytes = coll::dtypeSize(head.dtype);
   const bool scatter = head.type == ipc::OpType::ReduceScatter;
@@ -243,15 +238,15 @@ Status combineSlice(const std::vector<PendingOp>& ops, const ReductionPlacement&
   const uint64_t packed = slotSize(blocks * bytes);
   const uint64_t slotBytes = slotSize(bytes);
   size_t away = 0;
-  for (const PendingOp& op : ops) away += op.sendRegion->device() != home ? 1 : 0;
+  for (const Operand& op : ops) away += op.send.device != home ? 1 : 0;
   auto scratch = copier.scratch(home, packed + away * slotBytes);
   if (!scratch.isOk()) return scratch.status();
   for (uint64_t b = 0; b < blocks; ++b) {
     Reduction block;
-    for (const PendingOp& op : ops) {
+    for (const Operand& op : ops) {
       // Block b's slice: elements [first, first + count) of the block of `total` elements.
-      const uint64_t at = op.sendRange.address + (b * head.count + first) * elementBytes;
-      block.inputs.push_back({op.sendRegion->data() + at, op.sendRegion->device()});
+      const uint64_t at = op.send.address + (b * head.count + first) * elementBytes;
+      block.inputs.push_back({op.send.region + at, op.send.device});
     }
     block.outputs.push_back({*scratch + b * bytes, home});
     HC_RETURN_IF_ERROR(
@@ -260,4 +255,4 @@ Status combineSlice(const std::vector<PendingOp>& ops, const ReductionPlacement&
   return copyOnHome(copier, home, out, *scratch, blocks * bytes, /*toDevice=*/false);
 }
 
-}  // namespace hc::session
+}  // namespace hc::staging

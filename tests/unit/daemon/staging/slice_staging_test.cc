@@ -1,7 +1,7 @@
 // SliceStaging: which bytes of an op's buffers make up each slice (checked against an independent
 // enumeration of every element), and the staging itself on host memory (used where it lies when
 // contiguous, packed otherwise) and on a simulated device, including a copy that fails midway.
-#include "daemon/session/slice_staging.h"
+#include "daemon/staging/slice_staging.h"
 
 #include <cstring>
 #include <numeric>
@@ -12,7 +12,7 @@
 #include "common/simdev/sim_allocation.h"
 #include "daemon/device/sim/sim_node.h"
 
-namespace hc::session {
+namespace hc::staging {
 namespace {
 
 using ipc::OpType;
@@ -90,12 +90,12 @@ TEST(SliceStagingTest, HostMemoryIsUsedInPlaceWhenContiguousAndPackedOtherwise) 
   const uint64_t total = 7;
   std::vector<int32_t> send(total), recv(nranks * total, -1);
   std::iota(send.begin(), send.end(), 100);
-  PendingOp op;
+  Operand op;
   op.type = OpType::AllGather;
   op.count = total;
   op.buffers.send = reinterpret_cast<const uint8_t*>(send.data());
   op.buffers.recv = reinterpret_cast<uint8_t*>(recv.data());
-  std::vector<PendingOp> ops{op};
+  std::vector<Operand> ops{op};
   StagingPool pool;
   DeviceCopier copier(1 << 20);
   SliceStaging staging(OpType::AllGather, nranks, 4, total, 3, &pool, &copier);
@@ -126,6 +126,10 @@ TEST(SliceStagingTest, HostMemoryIsUsedInPlaceWhenContiguousAndPackedOtherwise) 
 
 class SliceStagingDeviceTest : public ::testing::Test {
  protected:
+  ~SliceStagingDeviceTest() override {
+    if (device_ != nullptr) [[maybe_unused]] Status s = device_->releaseBuffer(imported_);
+  }
+
   void start(uint64_t failCopyAt) {
     device::SimNodeOptions sim;
     sim.nvidia = 1;
@@ -142,25 +146,27 @@ class SliceStagingDeviceTest : public ::testing::Test {
     handle.size = kBytes;
     auto imported = (*dev)->importBuffer(handle);
     ASSERT_TRUE(imported.isOk()) << imported.status().message();
-    region_ = std::make_shared<DeviceRegion>(*dev, *imported, 1, 42);
+    device_ = *dev;
+    imported_ = *imported;
   }
 
   // A reduce-scatter of `total` floats per rank among `nranks` ranks, in place: the send side
   // is the whole region start, the receive side this rank's block of it (rank 1).
-  PendingOp reduceScatterOp(int nranks, uint64_t total) {
-    PendingOp op;
+  Operand reduceScatterOp(int nranks, uint64_t total) {
+    Operand op;
     op.type = OpType::ReduceScatter;
     op.count = total;
-    op.sendRegion = op.recvRegion = region_;
-    op.sendRange = {0, nranks * total * 4};
-    op.recvRange = {total * 4, total * 4};
+    auto* region = static_cast<uint8_t*>(imported_.ptr);
+    op.send = {device_, region, 0, nranks * total * 4};
+    op.recv = {device_, region, total * 4, total * 4};
     return op;
   }
 
   static constexpr uint64_t kBytes = 1 << 16;
   device::DeviceRegistry registry_;
   simdev::SimAllocation memory_;
-  DeviceRegionPtr region_;
+  device::Device* device_ = nullptr;
+  device::ImportedBuffer imported_;
 };
 
 TEST_F(SliceStagingDeviceTest, ReduceScatterInPlaceOnADeviceRoundTripsEverySlice) {
@@ -169,7 +175,7 @@ TEST_F(SliceStagingDeviceTest, ReduceScatterInPlaceOnADeviceRoundTripsEverySlice
   const uint64_t total = 1001;  // slices of 250: the last one is 1 element
   auto* f = reinterpret_cast<float*>(memory_.data());
   for (uint64_t i = 0; i < nranks * total; ++i) f[i] = static_cast<float>(i);
-  std::vector<PendingOp> ops{reduceScatterOp(nranks, total)};
+  std::vector<Operand> ops{reduceScatterOp(nranks, total)};
   StagingPool pool;
   DeviceCopier copier(999);  // copies in chunks that divide nothing
   SliceStaging staging(OpType::ReduceScatter, nranks, 4, total,
@@ -210,7 +216,7 @@ TEST_F(SliceStagingDeviceTest, AFailedCopyIsKeptAndLaterSlicesStillGetBuffersWit
   start(4);  // slice 0 copies 3 pieces in, then 1 out; the 4th copy (slice 0's out) fails
   const int nranks = 3;
   const uint64_t total = 40;
-  std::vector<PendingOp> ops{reduceScatterOp(nranks, total)};
+  std::vector<Operand> ops{reduceScatterOp(nranks, total)};
   StagingPool pool;
   DeviceCopier copier(1 << 20);
   SliceStaging staging(OpType::ReduceScatter, nranks, 4, total, 10, &pool, &copier);
@@ -230,4 +236,4 @@ TEST_F(SliceStagingDeviceTest, AFailedCopyIsKeptAndLaterSlicesStillGetBuffersWit
 }
 
 }  // namespace
-}  // namespace hc::session
+}  // namespace hc::staging

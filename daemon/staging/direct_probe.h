@@ -22,7 +22,7 @@
 #include "daemon/device/registry.h"
 #include "daemon/transport/transport.h"
 
-namespace hc::session {
+namespace hc::staging {
 
 struct DirectProbeOptions {
   // Bytes per probe transfer; raised to the transport's directMinBytes() when that is larger.
@@ -69,4 +69,4 @@ DirectDevices probeDirectDevices(transport::Transport& transport,
                                  const DirectProbeOptions& options,
                                  std::vector<DirectVerdict>* verdicts = nullptr);
 
-}  // namespace hc::session
+}  // namespace hc::staging

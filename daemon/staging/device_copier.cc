@@ -1,10 +1,10 @@
-#include "daemon/session/device_copier.h"
+#include "daemon/staging/device_copier.h"
 
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
-namespace hc::session {
+namespace hc::staging {
 namespace {
 
 Status copyFailed(const device::Device& d, const Status& why) {
@@ -130,4 +130,4 @@ Status DeviceCopier::reduce(device::Device* device, const device::ReduceWork& wo
                                        " failed: " + status.message()};
 }
 
-}  // namespace hc::session
+}  // namespace hc::staging

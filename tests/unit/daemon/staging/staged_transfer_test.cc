@@ -4,7 +4,7 @@
 // neither the copy chunk nor the wire chunk divides; no wire chunk leaves before its bytes are out
 // of the device; a receive is final only once its bytes are in the device; wire chunks leave while
 // later copies still run; a copy that fails fails the op with a DeviceError and its peer too.
-#include "daemon/session/staged_transfer.h"
+#include "daemon/staging/staged_transfer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -18,7 +18,7 @@
 #include "tests/unit/daemon/coll/net/net_test_harness.h"
 #include "tests/unit/daemon/coll/net/net_test_values.h"
 
-namespace hc::session {
+namespace hc::staging {
 namespace {
 
 using coll::net::NetOp;
@@ -305,4 +305,4 @@ TEST(StagedTransferTest, OnlyASendOrAReceiveOfItsOwnStagingIsBuilt) {
 }
 
 }  // namespace
-}  // namespace hc::session
+}  // namespace hc::staging

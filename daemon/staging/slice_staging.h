@@ -15,7 +15,8 @@
 // attach) are always copied. After the first failed copy nothing more is copied (the op fails on
 // every rank; its results are undefined), but every slice still gets its buffers, so this daemon
 // goes on exchanging slices with the others and nobody waits on it.
-// Runs on the IPC thread.
+// Runs on the IPC thread. Depends on hc_device and hc_coll; the operands come as views
+// (operand.h).
 #pragma once
 
 #include <cstdint>
@@ -26,11 +27,11 @@
 #include "common/ipc/protocol.h"
 #include "common/status.h"
 #include "daemon/coll/local_plan.h"
-#include "daemon/session/client_staging.h"
-#include "daemon/session/device_copier.h"
-#include "daemon/session/pending_op.h"
+#include "daemon/staging/device_copier.h"
+#include "daemon/staging/operand.h"
+#include "daemon/staging/staging_pool.h"
 
-namespace hc::session {
+namespace hc::staging {
 
 // A byte range of one side of an op's buffers.
 struct SlicePiece {
@@ -67,19 +68,19 @@ class SliceStaging {
   // starts reading the send pieces in: device copies are enqueued, and have landed only after
   // settle(). A failed copy is kept in failure(), not returned: the slice still runs. An error
   // here means no staging memory could be had (the slice cannot run).
-  [[nodiscard]] Status stageIn(const std::vector<PendingOp>& ops, size_t k,
+  [[nodiscard]] Status stageIn(const std::vector<Operand>& ops, size_t k,
                                std::vector<coll::RankBuffers>& bufs);
   // Combines the send operands of a slice on a device instead of staging each (device_reduce.h,
   // combineSlice): called by stageIn() with the ops, the slice's first element and count per
   // block, and the one packed host buffer every rank's send then points at; what it copies into
   // that buffer must have landed by settle(). Its error is kept in failure().
-  using Combine = std::function<Status(const std::vector<PendingOp>& ops, uint64_t first,
+  using Combine = std::function<Status(const std::vector<Operand>& ops, uint64_t first,
                                        uint64_t count, uint8_t* out)>;
   void combineSends(Combine combine) { combine_ = std::move(combine); }
 
   // Starts writing slice k's receive pieces back; settle() waits for them and returns the
   // slice's buffers to the pool.
-  void stageOut(const std::vector<PendingOp>& ops, size_t k);
+  void stageOut(const std::vector<Operand>& ops, size_t k);
   // Waits for the copies started since the last settle (into and out of devices, side by side);
   // a failure goes to failure(). Releases the slices staged out.
   void settle();
@@ -93,7 +94,7 @@ class SliceStaging {
     StagingPool::Buffer buffer;
   };
   // Moves one side's pieces between the op's memory and the packed buffer `packed`.
-  Status move(const PendingOp& op, bool send, const std::vector<SlicePiece>& pieces,
+  Status move(const Operand& op, bool send, const std::vector<SlicePiece>& pieces,
               uint8_t* packed, bool toClient);
   void release(size_t k);
 
@@ -111,4 +112,4 @@ class SliceStaging {
   Status failure_ = okStatus();
 };
 
-}  // namespace hc::session
+}  // namespace hc::staging

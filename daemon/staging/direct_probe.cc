@@ -1,4 +1,4 @@
-#include "daemon/session/direct_probe.h"
+#include "daemon/staging/direct_probe.h"
 
 #include <poll.h>
 
@@ -8,7 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace hc::session {
+namespace hc::staging {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -248,4 +248,4 @@ DirectDevices probeDirectDevices(transport::Transport& transport,
   return direct;
 }
 
-}  // namespace hc::session
+}  // namespace hc::staging

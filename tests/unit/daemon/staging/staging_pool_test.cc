@@ -1,12 +1,12 @@
-// StagingPool (daemon/session/client_staging.h): what clients declare cannot grow the daemon past
+// StagingPool (daemon/staging/staging_pool.h): what clients declare cannot grow the daemon past
 // session.max_staging_bytes, and released buffers give their share back.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "daemon/session/client_staging.h"
+#include "daemon/staging/staging_pool.h"
 
-namespace hc::session {
+namespace hc::staging {
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -47,4 +47,4 @@ TEST(StagingPoolTest, BuffersHeldTogetherStayUnderTheCapAndReleaseGivesItBack) {
 }
 
 }  // namespace
-}  // namespace hc::session
+}  // namespace hc::staging

@@ -17,7 +17,7 @@
 #include "common/status.h"
 #include "daemon/device/device.h"
 
-namespace hc::session {
+namespace hc::staging {
 
 class DeviceCopier {
  public:
@@ -61,4 +61,4 @@ class DeviceCopier {
   Status enqueueFailure_ = okStatus();
 };
 
-}  // namespace hc::session
+}  // namespace hc::staging

@@ -4,7 +4,7 @@
 // device behind another label), a transport that reads other bytes than the device wrote, and a
 // transport slow on device memory. The last test probes through a real UCX endpoint to itself,
 // as the daemon does at startup.
-#include "daemon/session/direct_probe.h"
+#include "daemon/staging/direct_probe.h"
 
 #include <chrono>
 #include <memory>
@@ -18,7 +18,7 @@
 #include "daemon/transport/loopback/loopback_transport.h"
 #include "daemon/transport/ucx/ucx_transport.h"
 
-namespace hc::session {
+namespace hc::staging {
 namespace {
 
 using device::Device;
@@ -235,4 +235,4 @@ TEST(DirectProbeUcxTest, AnExposedSimDeviceGoesDirectThroughUcxToItself) {
 }
 
 }  // namespace
-}  // namespace hc::session
+}  // namespace hc::staging

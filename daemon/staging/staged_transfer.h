@@ -24,7 +24,7 @@
 #include "daemon/coll/net/net_op.h"
 #include "daemon/device/device.h"
 
-namespace hc::session {
+namespace hc::staging {
 
 // One copy stream per device and direction for the progress thread. Destroyed by its owner after
 // the progress thread stopped (streams wait for their work).
@@ -71,4 +71,4 @@ StagingGeometry stagingGeometry(uint64_t bytes, uint64_t wireBytes, uint64_t mos
 [[nodiscard]] Result<coll::net::NetOpPtr> makeStagedTransfer(const coll::net::NetOpSpec& spec,
                                                              const StagedTransferPlan& plan);
 
-}  // namespace hc::session
+}  // namespace hc::staging

@@ -1,4 +1,4 @@
-#include "daemon/session/staged_transfer.h"
+#include "daemon/staging/staged_transfer.h"
 
 #include <algorithm>
 #include <deque>
@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-namespace hc::session {
+namespace hc::staging {
 namespace {
 
 using coll::net::NetOp;
@@ -240,4 +240,4 @@ Result<NetOpPtr> makeStagedTransfer(const NetOpSpec& spec, const StagedTransferP
   return NetOpPtr(std::move(op));
 }
 
-}  // namespace hc::session
+}  // namespace hc::staging
