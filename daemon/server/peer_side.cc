@@ -44,7 +44,7 @@ Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& co
   p->direct_.minBytes = ucx.value()->directMinBytes();
   // Before the progress thread takes the transport: the probe drives it from here.
   if (config.devicesDirect) {
-    p->direct_ = session::probeDirectDevices(*ucx.value(), devices, session::DirectProbeOptions{},
+    p->direct_ = staging::probeDirectDevices(*ucx.value(), devices, staging::DirectProbeOptions{},
                                              &p->verdicts_);
   }
   coll::net::NetExecutorOptions eo;

@@ -14,6 +14,7 @@
 #include "daemon/control/peer_server.h"
 #include "daemon/metrics/daemon_metrics.h"
 #include "daemon/session/bootstrap.h"
+#include "daemon/staging/direct_probe.h"
 #include "daemon/observe/status_board.h"
 
 namespace hc::server {
@@ -34,7 +35,7 @@ class PeerSide final : public session::Bootstrap {
   // What the engine borrows; valid until shutdown().
   session::MultiNode multiNode();
   // What the startup probe found for each device (empty with devices.direct off).
-  const std::vector<session::DirectVerdict>& directVerdicts() const { return verdicts_; }
+  const std::vector<staging::DirectVerdict>& directVerdicts() const { return verdicts_; }
   // "host:port" of the Peer listener, as unique ids name it.
   const std::string& advertise() const { return advertise_; }
 
@@ -55,8 +56,8 @@ class PeerSide final : public session::Bootstrap {
   peer::NodeIdentity identity_;
   std::string advertise_;
   coll::net::NetOpOptions netOptions_;
-  session::DirectDevices direct_;
-  std::vector<session::DirectVerdict> verdicts_;
+  staging::DirectDevices direct_;
+  std::vector<staging::DirectVerdict> verdicts_;
 };
 
 }  // namespace hc::server

@@ -36,12 +36,4 @@ struct MultiNode {
   bool enabled() const { return bootstrap != nullptr && executor != nullptr; }
 };
 
-// The server runs the device-direct probe and fills MultiNode::direct; it still names the probe
-// through this namespace, where it lived before daemon/staging.
-// TODO: drop these once daemon/server names staging:: itself (issue 20; server is edited by others).
-using staging::DirectDevices;
-using staging::DirectProbeOptions;
-using staging::DirectVerdict;
-using staging::probeDirectDevices;
-
 }  // namespace hc::session
