@@ -79,18 +79,21 @@ Result<std::unique_ptr<AdminListener>> AdminListener::start(
     return systemError("eventfd", e);
   }
   std::unique_ptr<AdminListener> listener(new AdminListener(
-      path, std::move(listenFd), std::move(wakeFd), server, std::move(callers)));
+      path, std::move(listenFd), std::move(wakeFd), server, std::move(callers),
+      groupId(kAdminGroup)));
   listener->thread_ = std::thread([l = listener.get()] { l->run(); });
   return listener;
 }
 
 AdminListener::AdminListener(std::string path, UniqueFd listenFd, UniqueFd wakeFd,
-                             grpc::Server* server, std::shared_ptr<CallerRegistry> callers)
+                             grpc::Server* server, std::shared_ptr<CallerRegistry> callers,
+                             std::optional<gid_t> adminGid)
     : path_(std::move(path)),
       listenFd_(std::move(listenFd)),
       wakeFd_(std::move(wakeFd)),
       server_(server),
-      callers_(std::move(callers)) {}
+      callers_(std::move(callers)),
+      adminGid_(adminGid) {}
 
 AdminListener::~AdminListener() { stop(); }
 
@@ -140,7 +143,7 @@ void AdminListener::handOver(UniqueFd connection) {
     spdlog::warn("admin socket: connection refused: {}", peer.status().toString());
     return;
   }
-  const Caller caller = callerOf(*peer, groupId(kAdminGroup));
+  const Caller caller = callerOf(*peer, adminGid_);
   spdlog::debug("admin socket: connection of pid {} as {}", peer->pid, caller.describe());
   // Remembered before gRPC sees the fd: no call on it can be answered for anyone else.
   callers_->remember(connection.get(), caller);

@@ -23,8 +23,10 @@ class AdminListener {
   // Binds `path` (born 0660 under a umask: owner and group only; startup code, no other thread
   // creates files meanwhile), listens, and starts the accept thread. `server` (borrowed: started,
   // outlives this) serves the connections; `callers` (shared with the Control service) learns
-  // who is on each. The admin group is looked up at each accept, so a group created after the
-  // daemon started counts without a restart. Unavailable when the path cannot be bound.
+  // who is on each. The admin group is looked up once, here, on the starting thread: a group
+  // lookup may go through NSS modules (nss-systemd talks to userdb over sockets) that are not
+  // safe beside the daemon's other threads, so a group created later counts after a restart.
+  // Unavailable when the path cannot be bound.
   [[nodiscard]] static Result<std::unique_ptr<AdminListener>> start(
       const std::string& path, grpc::Server* server, std::shared_ptr<CallerRegistry> callers);
   ~AdminListener();  // stop()
@@ -35,7 +37,7 @@ class AdminListener {
 
  private:
   AdminListener(std::string path, UniqueFd listenFd, UniqueFd wakeFd, grpc::Server* server,
-                std::shared_ptr<CallerRegistry> callers);
+                std::shared_ptr<CallerRegistry> callers, std::optional<gid_t> adminGid);
   void run();
   void handOver(UniqueFd connection);
 
@@ -44,6 +46,7 @@ class AdminListener {
   UniqueFd wakeFd_;  // eventfd: stop() wakes the accept thread through it
   grpc::Server* server_;
   std::shared_ptr<CallerRegistry> callers_;
+  const std::optional<gid_t> adminGid_;
   std::thread thread_;
   bool stopped_ = false;
 };

@@ -13,6 +13,7 @@ namespace hc::observe {
 
 FlightDumper::FlightDumper(Options options, Done onDone)
     : options_(std::move(options)),
+      readerGid_(lookUpGroup(options_.readerGroup)),
       onDone_(std::move(onDone)),
       tokens_(options_.burst),
       refilled_(std::chrono::steady_clock::now()),
@@ -60,18 +61,18 @@ void FlightDumper::run() {
       queue_.pop_front();
     }
     Result<std::string> path =
-        dumpFlightRecord(options_.stateDir, job.snapshot, job.reason, job.detail, readerGid());
+        dumpFlightRecord(options_.stateDir, job.snapshot, job.reason, job.detail, readerGid_);
     if (path.isOk()) rotate();
     if (onDone_) onDone_(path, job.what);
   }
 }
 
-std::optional<gid_t> FlightDumper::readerGid() const {
-  if (options_.readerGroup.empty()) return std::nullopt;
+std::optional<gid_t> FlightDumper::lookUpGroup(const std::string& name) {
+  if (name.empty()) return std::nullopt;
   std::vector<char> buffer(16384);
   group entry{};
   group* found = nullptr;
-  if (::getgrnam_r(options_.readerGroup.c_str(), &entry, buffer.data(), buffer.size(), &found) !=
+  if (::getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) !=
           0 ||
       found == nullptr) {
     return std::nullopt;

@@ -26,8 +26,10 @@ class FlightDumper {
     uint32_t perMinute = 10;  // the rate after that
     size_t keepFiles = 200;   // the oldest flight-*.json beyond this many are removed
     size_t maxQueued = 16;    // snapshots waiting for the thread; more are skipped
-    // The group that may read the dumps (dumpFlightRecord), looked up at each dump so that a
-    // group made after the start counts; "" or a group the system lacks: the daemon's own.
+    // The group that may read the dumps (dumpFlightRecord), looked up once, when the dumper is
+    // made: a group lookup may go through NSS modules (nss-systemd talks to userdb over sockets)
+    // that are not safe beside the daemon's other threads. "" or a group the system lacks then:
+    // the daemon's own. A group made later counts after a restart.
     std::string readerGroup = "hetero-comm-admin";
   };
   // Called on the dumper's thread after each dump, with its path or why it failed.
@@ -51,9 +53,10 @@ class FlightDumper {
   };
   void run();
   void rotate() const;
-  std::optional<gid_t> readerGid() const;
+  static std::optional<gid_t> lookUpGroup(const std::string& name);
 
   Options options_;
+  const std::optional<gid_t> readerGid_;  // before thread_ starts: read by it
   Done onDone_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
