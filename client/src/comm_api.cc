@@ -262,6 +262,12 @@ hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* asyncError) {
   }
   std::lock_guard<std::mutex> lock(c->mutex);
   *asyncError = static_cast<hc_status_t>(c->asyncError.code());
+  if (!c->asyncError.isOk()) {
+    // A watchdog that finds the error asks hc_get_last_error what it was, as NCCL's callers ask
+    // ncclGetLastError.
+    c->lastError = c->asyncError.message();
+    (void)fail(c->asyncError);  // the thread's last error too
+  }
   return HC_OK;
 }
 

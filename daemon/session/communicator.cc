@@ -201,10 +201,9 @@ Status Communicator::agreement(const std::vector<const PendingOp*>& ops,
     if (ops.size() == 1) return okStatus();  // the other side is on another daemon
     const PendingOp& b = *ops[1];  // the receive
     if (a.count == b.count && a.dtype == b.dtype) return okStatus();
-    return invalidArgument("transfer " + std::to_string(seq) + " from rank " +
-                           std::to_string(refs[0].rank) + " to rank " +
-                           std::to_string(refs[1].rank) + " mismatch: the send posted " +
-                           describeOp(a) + ", the receive posted " + describeOp(b));
+    return invalidArgument(mismatchText("transfer " + std::to_string(seq), refs[0].rank,
+                                        describeOp(a), "sent", refs[1].rank, describeOp(b),
+                                        "received"));
   }
   for (size_t r = 1; r < ops.size(); ++r) {
     const PendingOp& b = *ops[r];
@@ -213,10 +212,9 @@ Status Communicator::agreement(const std::vector<const PendingOp*>& ops,
       same = a.dtype == b.dtype && a.count == b.count && a.root == b.root && a.redop == b.redop;
     }
     if (!same) {
-      return invalidArgument("op " + std::to_string(seq) + " mismatch: rank " +
-                             std::to_string(refs[0].rank) + " posted " + describeOp(a) +
-                             ", rank " + std::to_string(refs[r].rank) + " posted " +
-                             describeOp(b));
+      return invalidArgument(mismatchText("op " + std::to_string(seq), refs[0].rank,
+                                          describeOp(a), "posted", refs[r].rank, describeOp(b),
+                                          "posted"));
     }
   }
   return okStatus();

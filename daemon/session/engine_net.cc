@@ -141,9 +141,9 @@ void Engine::onAgreement(NetRun run) {
     if (std::memcmp(&all[n], &all[0], kAgreedBytes) == 0) continue;
     // The same words on every daemon: each has the same table.
     const Status why = invalidArgument(
-        "op " + std::to_string(run.match.seq) + " mismatch: rank " +
-        std::to_string(layout.ranksOfNode[0][0]) + " posted " + describe(all[0]) + ", rank " +
-        std::to_string(layout.ranksOfNode[n][0]) + " posted " + describe(all[n]));
+        mismatchText("op " + std::to_string(run.match.seq), layout.ranksOfNode[0][0],
+                     describe(all[0]), "posted", layout.ranksOfNode[n][0], describe(all[n]),
+                     "posted"));
     spdlog::warn("communicator {:x}: {}", run.comm->id(), why.message());
     // Every daemon sees the same descriptors and fails with the same words: a notice from here
     // could reach another daemon before its own agreement ends, and give its ranks other words.

@@ -1,6 +1,8 @@
 #include "daemon/session/validate.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "daemon/coll/reduce.h"
 
@@ -67,6 +69,43 @@ std::string describeOp(const PendingOp& op) {
   if (hasRoot(op.type)) s += ", root=" + std::to_string(op.root);
   if (isPointToPoint(op.type)) s += ", peer=" + std::to_string(op.root);
   return s + ")";
+}
+
+namespace {
+
+// describeOp's fields: the name, then each comma-separated field inside the parentheses.
+std::vector<std::string> fieldsOf(const std::string& description) {
+  std::vector<std::string> fields;
+  std::string field;
+  for (char c : description) {
+    if (c == '(' || c == ',' || c == ')') {
+      if (!field.empty()) fields.push_back(field);
+      field.clear();
+    } else if (c != ' ' || !field.empty()) {
+      field += c;
+    }
+  }
+  if (!field.empty()) fields.push_back(field);
+  return fields;
+}
+
+}  // namespace
+
+std::string mismatchText(const std::string& what, int rankA, const std::string& a,
+                         const std::string& aVerb, int rankB, const std::string& b,
+                         const std::string& bVerb) {
+  const std::vector<std::string> fa = fieldsOf(a), fb = fieldsOf(b);
+  std::string difference;
+  for (size_t i = 0; i < std::max(fa.size(), fb.size()); ++i) {
+    const std::string x = i < fa.size() ? fa[i] : "nothing";
+    const std::string y = i < fb.size() ? fb[i] : "nothing";
+    if (x != y) {
+      difference = ", " + x + " vs " + y;
+      break;
+    }
+  }
+  return what + " mismatch" + difference + ": rank " + std::to_string(rankA) + " " + aVerb + " " +
+         a + ", rank " + std::to_string(rankB) + " " + bVerb + " " + b;
 }
 
 Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Session>& session,

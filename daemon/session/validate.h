@@ -15,6 +15,12 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& entry, const std::shared_ptr
 
 // "allreduce(count=10, float32, sum)", for mismatch reports.
 std::string describeOp(const PendingOp& op);
+// "<what> mismatch, int32 vs float32: rank 0 posted allreduce(count=10, int32, sum), rank 1
+// posted allreduce(count=10, float32, sum)": the first field in which the two descriptions
+// (describeOp's) differ comes first, so that it survives a completion's short text.
+std::string mismatchText(const std::string& what, int rankA, const std::string& a,
+                         const std::string& aVerb, int rankB, const std::string& b,
+                         const std::string& bVerb);
 const char* opName(ipc::OpType type);
 
 }  // namespace hc::session

@@ -119,7 +119,12 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   hc_status_t async = HC_OK;
   const hc_status_t s = hc_comm_get_async_error(asHc(comm), &async);
   if (s != HC_OK) return fromHc(s, comm);
-  *asyncError = hc::shim::toNccl(async, info.get());
+  if (async == HC_OK || async == HC_IN_PROGRESS) {
+    *asyncError = hc::shim::toNccl(async, info.get());
+  } else {
+    // The error's words for ncclGetLastError, as from a call that failed with it.
+    *asyncError = fromHc(async, comm);
+  }
   return ncclSuccess;
 }
 

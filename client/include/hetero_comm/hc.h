@@ -180,6 +180,8 @@ hc_status_t hc_comm_destroy(hc_comm_t comm);
  * fewer than 256 other communicators of the process have ended since; later ones must not be
  * made, as with any freed handle. */
 hc_status_t hc_comm_abort(hc_comm_t comm);
+/* The first failure of an operation comm tracks (one issued without a request), or HC_OK; a
+ * failure's words become the calling thread's hc_get_last_error. A local read: no round trip. */
 hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* async_error);
 hc_status_t hc_comm_count(hc_comm_t comm, int* count);
 /* The device hc_comm_init_all put this rank on (a split inherits it); -1 for a communicator made
