@@ -1,6 +1,7 @@
 // hc-perf: measures hetero-commd's collectives the way nccl-tests measures NCCL's, from -N local
-// rank processes it forks itself, and compares allreduce with the one-pass memory-bound limit
-// measured in this process first. Exits non-zero on any error or wrong element.
+// rank processes it forks itself, through hc_* or (--api nccl) the shim's NCCL API, and compares
+// allreduce with the one-pass memory-bound limit measured in this process first. Exits non-zero
+// on any error or wrong element.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 
 #include "bench/launcher.h"
 #include "bench/membw.h"
+#include "bench/perf_api_nccl.h"
 #include "bench/perf_cases.h"
 #include "bench/perf_options.h"
 #include "bench/perf_table.h"
@@ -30,6 +32,19 @@ std::vector<size_t> limitSizes(const std::vector<Case>& cases) {
   for (const Case& c : cases) any = any || c.op == OpKind::AllReduce;
   if (any) sizes.insert(largest);
   return {sizes.begin(), sizes.end()};
+}
+
+// The communicator's id, made as the API's users make it: hc_get_unique_id, or ncclGetUniqueId
+// (whose 128 bytes travel to the ranks in the same slot).
+bool makeUniqueId(Api api, hc_unique_id_t* id, std::string* error) {
+  if (api == Api::Nccl) return ncclUniqueIdInto(id, error);
+  if (hc_status_t st = hc_get_unique_id(id); st != HC_OK) {
+    const char* detail = hc_get_last_error(nullptr);
+    *error = std::string("hc_get_unique_id failed: ") + hc_get_error_string(st) + ": " +
+             (detail != nullptr ? detail : "(no detail)");
+    return false;
+  }
+  return true;
 }
 
 int run(int argc, char** argv) {
@@ -64,17 +79,16 @@ int run(int argc, char** argv) {
 
   // hc_get_unique_id asks the daemon for its Peer address, the root of a multi-daemon
   // communicator. The client library drops this process's connection in every forked rank, and
-  // each rank connects afresh, to its own daemon.
+  // each rank connects afresh, to its own daemon. Through NCCL the id is ncclGetUniqueId's, as a
+  // framework's rank 0 makes it.
   hc_unique_id_t id;
-  if (hc_status_t st = hc_get_unique_id(&id); st != HC_OK) {
-    const char* detail = hc_get_last_error(nullptr);
-    std::fprintf(stderr, "hc-perf: hc_get_unique_id failed: %s: %s\n", hc_get_error_string(st),
-                 detail != nullptr ? detail : "(no detail)");
+  std::string error;
+  if (!makeUniqueId(opts.api, &id, &error)) {
+    std::fprintf(stderr, "hc-perf: %s\n", error.c_str());
     return 1;
   }
 
   RankSet ranks;
-  std::string error;
   if (!ranks.start(opts, cases, id, &error)) {
     std::fprintf(stderr, "hc-perf: could not launch the ranks: %s\n", error.c_str());
     return 1;

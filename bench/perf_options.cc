@@ -131,6 +131,15 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
   app.add_option("-m,--membw", membw, "measure the one-pass memory-bound limit (0/1)")
       ->check(CLI::Range(0, 1));
   app.add_option("--seed", o.seed, "seed of the checked data");
+  std::string api = "hc";
+  app.add_option("--api", api,
+                 "hc: time hc_* calls of libhcclient; nccl: the same rows through NCCL's API "
+                 "(libnccl.so.2, the shim: ncclCommInitRank, ncclMemAlloc, ncclAllReduce... with "
+                 "the NULL stream for host buffers); NCCL has no barrier, so -o all leaves it out")
+      ->check(CLI::IsMember({"hc", "nccl"}));
+  app.add_flag("--latency", o.latency,
+               "time each operation alone: issue it, wait for it, then issue the next; the time "
+               "column is their mean and every size gets a median latency");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -154,6 +163,10 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
     return fail("-i must be positive when -f is 1");
   }
   if (!lookup(kOps, op, &o.ops)) return fail("unknown -o '" + op + "'");
+  o.api = api == "nccl" ? Api::Nccl : Api::Hc;
+  // -o all: the operations the API has; one it lacks, named alone, is an error.
+  std::erase_if(o.ops, [&](OpKind k) { return !apiHasOp(o.api, k); });
+  if (o.ops.empty()) return fail("--api " + api + " has no " + op);
   if (!lookup(kDtypes, dtype, &o.dtypes)) return fail("unknown -d '" + dtype + "'");
   if (!lookup(kRedops, redop, &o.redops)) return fail("unknown -r '" + redop + "'");
   if (o.root < 0 || o.root >= o.nranks) return fail("-R must name a rank below -N");
@@ -315,6 +328,10 @@ bool hasRoot(OpKind op) {
   return op == OpKind::Broadcast || op == OpKind::Reduce || op == OpKind::Gather ||
          op == OpKind::Scatter;
 }
+
+const char* apiName(Api api) { return api == Api::Nccl ? "nccl" : "hc"; }
+
+bool apiHasOp(Api api, OpKind op) { return api == Api::Hc || op != OpKind::Barrier; }
 
 bool hasInPlace(OpKind op) {
   return op != OpKind::AllToAll && op != OpKind::SendRecv && op != OpKind::Barrier;

@@ -5,7 +5,9 @@
 // sendrecv is nccl-tests' ring exchange (each rank sends to rank+1 and receives from rank-1), so
 // with -N 2 it measures the point-to-point bandwidth between two ranks in both directions at once.
 // --device puts the ranks' buffers in simulated device memory (hetero_comm/hc_sim.h), so the
-// daemons' device path (staging, device reductions) is what gets timed.
+// daemons' device path (staging, device reductions) is what gets timed. --api nccl times the same
+// rows through NCCL's API as the shim's libnccl.so.2 provides it, so what the shim adds shows
+// beside hc_*. --latency times each operation alone (issue, wait, then the next).
 #pragma once
 
 #include <hetero_comm/hc.h>
@@ -34,6 +36,11 @@ enum class OpKind {
 
 // hc_redop_t has no "none"; collectives without a reduction carry this.
 constexpr hc_redop_t kNoRedop = HC_NUM_OPS;
+
+// The API the ranks time: libhcclient's hc_* (hc_get_unique_id, hc_comm_init_rank, hc_mem_alloc,
+// hc_allreduce...) or NCCL's, from the shim's libnccl.so.2 (ncclGetUniqueId, ncclCommInitRank,
+// ncclMemAlloc, ncclAllReduce... with the NULL stream for host buffers).
+enum class Api { Hc, Nccl };
 
 constexpr int kMaxRanks = 64;  // the checked data stays exact up to here (see check_data.h)
 
@@ -66,7 +73,11 @@ struct Options {
   // --device: empty, every rank on host; one entry, every rank there; else one entry per rank.
   std::vector<BufferPlace> devices;
   int timeoutSec = 0;  // 0: wait for ranks without limit (nccl-tests -T)
-  bool membw = true;   // measure the in-process one-pass limit before launching the ranks
+  Api api = Api::Hc;
+  // Each operation alone: issue, wait for it, then issue the next; every size gets a median.
+  // Otherwise a timed batch issues -n operations back to back and then waits for them.
+  bool latency = false;
+  bool membw = true;  // measure the in-process one-pass limit before launching the ranks
   uint64_t seed = 0x6863'7065'7266ull;
 };
 
@@ -95,6 +106,9 @@ const char* redopName(hc_redop_t redop);
 size_t dtypeSize(hc_dtype_t dtype);
 bool hasRedop(OpKind op);
 bool hasRoot(OpKind op);
+const char* apiName(Api api);
+// Whether the API has the operation (NCCL has no barrier).
+bool apiHasOp(Api api, OpKind op);
 // Whether the operation has an in-place form (nccl-tests times none for alltoall and sendrecv,
 // and hetero-comm refuses an all-to-all in place).
 bool hasInPlace(OpKind op);

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/perf_api_nccl.h"
+
 namespace hc::bench {
 
 void formatTime(double us, char* out, size_t n) {
@@ -31,6 +33,27 @@ void TablePrinter::printPreamble(size_t caseCount) const {
       "validation: %d rows: %zu\n",
       opts_.nranks, opts_.minBytes, opts_.maxBytes, step, opts_.warmup, opts_.iters, opts_.check,
       caseCount);
+  if (opts_.api == Api::Nccl) {
+    std::printf(
+        "# api: nccl, through %s: ncclGetUniqueId, ncclCommInitRank, ncclMemAlloc for host "
+        "buffers; calls on the NULL stream (return once the operation completed)%s\n",
+        ncclLibraryText().c_str(),
+        anyRankOnDevice(opts_) ? ", device buffers' on their sim stream (once submitted)" : "");
+  } else {
+    std::printf(
+        "# api: hc, through libhcclient: hc_get_unique_id, hc_comm_init_rank, "
+        "hc_mem_alloc for host buffers\n");
+  }
+  if (opts_.latency) {
+    std::printf(
+        "# timing: latency: each operation alone (issued once the one before completed); "
+        "time = mean, median latency at every size\n");
+  } else if (opts_.api == Api::Nccl) {
+    std::printf(
+        "# timing: batches of %d calls, then a wait; each NULL-stream call returns once "
+        "its operation completed, so a batch runs one operation at a time\n",
+        opts_.iters);
+  }
   const char* segment = std::getenv("HC_SEGMENT_BYTES");
   if (opts_.sockets.empty()) {
     std::printf("# socket: %s, segment: %s bytes per rank\n",
@@ -82,10 +105,10 @@ void TablePrinter::printPreamble(size_t caseCount) const {
 
 void TablePrinter::printColumnHeader(OpKind op) const {
   if (opts_.sockets.empty()) {
-    std::printf("#\n# %s, %d ranks\n#\n", opName(op), opts_.nranks);
+    std::printf("#\n# %s, %d ranks, api %s\n#\n", opName(op), opts_.nranks, apiName(opts_.api));
   } else {
-    std::printf("#\n# %s, %d ranks on %zu daemons\n#\n", opName(op), opts_.nranks,
-                opts_.sockets.size());
+    std::printf("#\n# %s, %d ranks on %zu daemons, api %s\n#\n", opName(op), opts_.nranks,
+                opts_.sockets.size(), apiName(opts_.api));
   }
   std::printf(
       "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
@@ -101,7 +124,7 @@ void TablePrinter::printColumnHeader(OpKind op) const {
 
 void TablePrinter::printRow(const Case& c, const std::vector<CaseReport>& reports) {
   if (c.firstOfOp) printColumnHeader(c.op);
-  Row row{c.bytes, {0, 0}, false, 0};
+  Row row{c.bytes, {0, 0}, false, 0, {0, 0}};
   std::printf("%12zu  %12zu  %8s  %6s  %6i", c.bytes, c.count,
               c.op == OpKind::Barrier ? "none" : dtypeName(c.dtype), redopName(c.redop), c.root);
   for (int side = 0; side < 2; ++side) {
@@ -136,6 +159,8 @@ void TablePrinter::printRow(const Case& c, const std::vector<CaseReport>& report
     if (r.hasMedian) {
       row.hasMedian = true;
       row.medianUs = std::max(row.medianUs, r.medianUs);  // the slowest rank, as the time column
+      row.tailUs[0] = std::max(row.tailUs[0], r.tailUs[0]);
+      row.tailUs[1] = std::max(row.tailUs[1], r.tailUs[1]);
     }
   }
   group_.push_back(row);
@@ -148,7 +173,10 @@ void TablePrinter::printRow(const Case& c, const std::vector<CaseReport>& report
 
 void TablePrinter::printTrailers(const Case& last) const {
   for (const Row& row : group_) {
-    if (row.hasMedian) std::printf("# median latency at %zu: %.2f us\n", row.bytes, row.medianUs);
+    if (!row.hasMedian) continue;
+    std::printf("# median latency at %zu: %.2f us", row.bytes, row.medianUs);
+    if (opts_.latency) std::printf(" (p10 %.2f, p90 %.2f)", row.tailUs[0], row.tailUs[1]);
+    std::printf("\n");
   }
   if (last.op != OpKind::AllReduce || membw_ == nullptr) return;
   constexpr size_t kEverySizeFrom = size_t{1} << 20;
@@ -170,6 +198,7 @@ void TablePrinter::printFooter() const {
   std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrongTotal_),
               wrongTotal_ != 0 ? "FAILED" : "OK");
   std::printf("# Avg bus bandwidth    : %g\n", avg);
+  std::printf("# api: %s%s\n", apiName(opts_.api), opts_.latency ? ", latency mode" : "");
   std::printf("#\n");
   std::fflush(stdout);
 }

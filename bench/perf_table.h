@@ -32,6 +32,7 @@ class TablePrinter {
     double busBw[2];
     bool hasMedian;
     double medianUs;
+    double tailUs[2];  // --latency: p10 and p90
   };
 
   void printColumnHeader(OpKind op) const;

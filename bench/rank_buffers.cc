@@ -4,11 +4,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bench/perf_api_nccl.h"
+
 namespace hc::bench {
 
 hc_status_t RankBuffers::allocate(const BufferPlace& place, size_t bytes, bool mirrors,
-                                  const char** call) {
+                                  NcclRank* nccl, const char** call) {
   place_ = place;
+  nccl_ = nccl;
   bytes_ = bytes;
   hc_status_t st;
   if (place.heap) {
@@ -22,10 +25,15 @@ hc_status_t RankBuffers::allocate(const BufferPlace& place, size_t bytes, bool m
     std::memset(recv_, 0, bytes);
     return HC_OK;
   }
-  if (!place.sim) {
+  if (!place.sim && nccl != nullptr) {
+    *call = "ncclMemAlloc";
+    if (!nccl->memAlloc(&send_, bytes) || !nccl->memAlloc(&recv_, bytes)) return HC_INTERNAL;
+  } else if (!place.sim) {
     *call = "hc_mem_alloc";
     if ((st = hc_mem_alloc(&send_, bytes)) != HC_OK) return st;
     if ((st = hc_mem_alloc(&recv_, bytes)) != HC_OK) return st;
+  }
+  if (!place.sim) {
     // Touched once here: first touch runs far below memory bandwidth and must not be timed.
     std::memset(send_, 0, bytes);
     std::memset(recv_, 0, bytes);
@@ -53,6 +61,9 @@ void RankBuffers::release() {
   if (place_.heap) {
     std::free(recv_);
     std::free(send_);
+  } else if (!place_.sim && nccl_ != nullptr) {
+    if (recv_ != nullptr) nccl_->memFree(recv_);
+    if (send_ != nullptr) nccl_->memFree(send_);
   } else if (!place_.sim) {
     if (recv_ != nullptr) hc_mem_free(recv_);
     if (send_ != nullptr) hc_mem_free(send_);

@@ -1,8 +1,9 @@
 // One hc-perf rank's send and receive buffers, where --device puts them: the daemon's shared host
-// segment (hc_mem_alloc), or simulated device memory (hc_sim_malloc) with a sim stream that every
-// operation and copy is ordered on, as a trainer's CUDA stream would be. The checked runs (-c 1)
-// reach device buffers only through copies to and from host mirrors (hc_sim_memcpy), never by
-// their host mapping, so the check takes the same way in and out that a real GPU's memory needs.
+// segment (hc_mem_alloc, or ncclMemAlloc under --api nccl), or simulated device memory
+// (hc_sim_malloc) with a sim stream that every operation and copy is ordered on, as a trainer's
+// CUDA stream would be. The checked runs (-c 1) reach device buffers only through copies to and
+// from host mirrors (hc_sim_memcpy), never by their host mapping, so the check takes the same way
+// in and out that a real GPU's memory needs.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,8 @@
 
 namespace hc::bench {
 
+class NcclRank;
+
 class RankBuffers {
  public:
   RankBuffers() = default;
@@ -21,10 +24,12 @@ class RankBuffers {
   ~RankBuffers() { release(); }
 
   // Allocates a send and a receive buffer of `bytes` each (> 0) and zeroes them; with mirrors,
-  // device buffers also get host mirrors for the checked runs. On failure *call names the call
-  // that failed (hc_get_last_error(nullptr) has the detail).
+  // device buffers also get host mirrors for the checked runs. Host buffers come from
+  // nccl->memAlloc (ncclMemAlloc) when nccl is not null, else from hc_mem_alloc. On failure *call
+  // names the call that failed (nccl->error(), else hc_get_last_error(nullptr), has the detail).
+  // Borrowed: nccl outlives this object.
   [[nodiscard]] hc_status_t allocate(const BufferPlace& place, size_t bytes, bool mirrors,
-                                     const char** call);
+                                     NcclRank* nccl, const char** call);
   // Frees in reverse order of allocate(); the stream is drained first. Safe to call twice.
   void release();
 
@@ -46,6 +51,7 @@ class RankBuffers {
 
  private:
   BufferPlace place_;
+  NcclRank* nccl_ = nullptr;
   size_t bytes_ = 0;
   void* send_ = nullptr;
   void* recv_ = nullptr;

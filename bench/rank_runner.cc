@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
 #include "bench/check_data.h"
+#include "bench/perf_api_nccl.h"
 #include "bench/rank_buffers.h"
 
 namespace hc::bench {
@@ -25,17 +27,24 @@ double microsSince(Clock::time_point t0) {
 class RankRunner {
  public:
   RankRunner(const Options& opts, const std::vector<Case>& cases, int rank, int fd)
-      : opts_(opts), cases_(cases), rank_(rank), fd_(fd) {}
+      : opts_(opts), cases_(cases), rank_(rank), fd_(fd), useNccl_(opts.api == Api::Nccl) {}
 
   int run(const hc_unique_id_t& id) {
-    hc_status_t st = hc_comm_init_rank(&comm_, opts_.nranks, id, rank_);
-    if (st != HC_OK) return fail(kInitCase, st, "hc_comm_init_rank", nullptr);
-    // Allocated once, and touched before any timing.
+    hc_status_t st = HC_OK;
+    if (useNccl_) {
+      if (!nccl_.init(opts_.nranks, id, rank_)) return failText(kInitCase, nccl_.error());
+    } else if ((st = hc_comm_init_rank(&comm_, opts_.nranks, id, rank_)) != HC_OK) {
+      return fail(kInitCase, st, "hc_comm_init_rank", nullptr);
+    }
+    // Allocated once, and touched before any timing; host buffers from ncclMemAlloc through
+    // NCCL, else hc_mem_alloc.
     const size_t bytes = std::max<size_t>(maxBufferBytes(cases_), 4096);
     const char* call = "";
-    if ((st = buffers_.allocate(placeOfRank(opts_, rank_), bytes, opts_.check != 0, &call)) !=
-        HC_OK) {
-      return fail(kInitCase, st, call, nullptr);
+    if ((st = buffers_.allocate(placeOfRank(opts_, rank_), bytes, opts_.check != 0,
+                                useNccl_ ? &nccl_ : nullptr, &call)) != HC_OK) {
+      // ncclMemAlloc's failure has NCCL's text; the others have hc's.
+      return !nccl_.error().empty() ? failText(kInitCase, nccl_.error())
+                                    : fail(kInitCase, st, call, nullptr);
     }
     send_ = buffers_.send();
     recv_ = buffers_.recv();
@@ -43,11 +52,13 @@ class RankRunner {
     for (size_t i = 0; i < cases_.size(); ++i) {
       if (int rc = runCase(static_cast<uint32_t>(i)); rc != 0) return rc;
     }
-    if ((st = hc_comm_finalize(comm_)) != HC_OK) {
-      return fail(static_cast<uint32_t>(cases_.size()), st, "hc_comm_finalize", comm_);
-    }
-    if ((st = hc_comm_destroy(comm_)) != HC_OK) {
-      return fail(static_cast<uint32_t>(cases_.size()), st, "hc_comm_destroy", nullptr);
+    const auto end = static_cast<uint32_t>(cases_.size());
+    if (useNccl_) {
+      if (!nccl_.finish()) return failText(end, nccl_.error());
+    } else if ((st = hc_comm_finalize(comm_)) != HC_OK) {
+      return fail(end, st, "hc_comm_finalize", comm_);
+    } else if ((st = hc_comm_destroy(comm_)) != HC_OK) {
+      return fail(end, st, "hc_comm_destroy", nullptr);
     }
     buffers_.release();
     return 0;
@@ -71,14 +82,22 @@ class RankRunner {
     hc_status_t st = timed(c, false, opts_.warmup, nullptr);
     for (int inPlace = 0; inPlace < sides && st == HC_OK; ++inPlace) {
       st = timed(c, inPlace != 0, opts_.iters, &r.timeUs[inPlace]);
+      // In latency mode the out-of-place samples give the median; no extra pass.
+      if (st == HC_OK && opts_.latency && inPlace == 0) {
+        r.medianUs = median(&samples_);
+        r.tailUs[0] = percentile(&samples_, 0.1);
+        r.tailUs[1] = percentile(&samples_, 0.9);
+        r.hasMedian = 1;
+      }
     }
     for (int inPlace = 0; inPlace < sides && st == HC_OK && opts_.check; ++inPlace) {
       st = checked(c, index, inPlace != 0, &r.wrong[inPlace]);
     }
-    if (st == HC_OK && c.bytes <= kLatencyMaxBytes) {
+    if (st == HC_OK && !opts_.latency && c.bytes <= kLatencyMaxBytes) {
       st = medianLatency(c, &r.medianUs);
       r.hasMedian = 1;
     }
+    if (st != HC_OK && ncclFailed_) return failText(index, nccl_.error());
     if (st != HC_OK) return fail(index, st, ("hc_" + std::string(opName(c.op))).c_str(), comm_);
     return report(r) ? 0 : 1;
   }
@@ -100,8 +119,14 @@ class RankRunner {
     }
   }
 
-  // One operation; sendrecv is a group of two (its send request goes to *extra).
+  // One operation; sendrecv is a group of two (its send request goes to *extra). Through NCCL
+  // there are no requests: a NULL-stream call returns once the operation completed.
   hc_status_t issue(const Case& c, Buffers b, hc_request_t* req, hc_request_t* extra) {
+    if (useNccl_) {
+      if (nccl_.issue(c, b.send, b.recv, stream_)) return HC_OK;
+      ncclFailed_ = true;  // the report takes nccl_.error(), not hc's last error
+      return HC_INTERNAL;
+    }
     const int n = opts_.nranks;
     switch (c.op) {
       case OpKind::AllReduce:
@@ -138,10 +163,10 @@ class RankRunner {
     return HC_INTERNAL;
   }
 
-  // Waits for an issued operation (both requests of a sendrecv).
+  // Waits for an issued operation (both requests of a sendrecv); nothing for an NCCL call.
   static hc_status_t waitIssued(hc_request_t* req, hc_request_t* extra) {
     hc_status_t st = *extra != nullptr ? hc_wait(extra) : HC_OK;
-    hc_status_t main = hc_wait(req);
+    hc_status_t main = *req != nullptr ? hc_wait(req) : HC_OK;
     return st != HC_OK ? st : main;
   }
 
@@ -150,8 +175,10 @@ class RankRunner {
   // (device buffers) an operation is submitted only when the one before it has completed, as
   // on a GPU stream; without one they may overlap in the daemon. Back-pressure (HC_NO_RESOURCE) is
   // absorbed by waiting for the oldest outstanding operation; that wait is part of the measured
-  // time, as it would be for a trainer.
+  // time, as it would be for a trainer. Through NCCL with the NULL stream each call returns once
+  // its operation completed, so a batch runs one operation at a time there.
   hc_status_t timed(const Case& c, bool inPlace, int iters, double* us) {
+    if (opts_.latency) return timedAlone(c, inPlace, iters, us);
     Buffers b = buffersFor(c, inPlace);
     requests_.assign(static_cast<size_t>(iters), nullptr);
     extras_.assign(static_cast<size_t>(iters), nullptr);
@@ -172,6 +199,23 @@ class RankRunner {
     }
     if (hc_status_t st = buffers_.synchronize(); st != HC_OK) return st;
     if (us != nullptr) *us = iters > 0 ? microsSince(t0) / iters : 0.0;
+    return HC_OK;
+  }
+
+  // Latency mode: each operation alone, issued once the one before it completed; its time goes
+  // to samples_ and *us gets their mean.
+  hc_status_t timedAlone(const Case& c, bool inPlace, int iters, double* us) {
+    Buffers b = buffersFor(c, inPlace);
+    samples_.clear();
+    samples_.reserve(static_cast<size_t>(iters));
+    double total = 0;
+    for (int i = 0; i < iters; ++i) {
+      auto t0 = Clock::now();
+      if (hc_status_t st = runOnce(c, b); st != HC_OK) return st;
+      samples_.push_back(microsSince(t0));
+      total += samples_.back();
+    }
+    if (us != nullptr) *us = iters > 0 ? total / iters : 0.0;
     return HC_OK;
   }
 
@@ -257,21 +301,28 @@ class RankRunner {
 
   // Per-operation latency of blocking calls (post, then wait), the median of opts_.iters.
   hc_status_t medianLatency(const Case& c, double* us) {
-    Buffers b = buffersFor(c, false);
-    std::vector<double> samples;
-    samples.reserve(static_cast<size_t>(opts_.iters));
-    for (int i = 0; i < opts_.iters; ++i) {
-      auto t0 = Clock::now();
-      if (hc_status_t st = runOnce(c, b); st != HC_OK) return st;
-      samples.push_back(microsSince(t0));
-    }
-    auto mid = samples.begin() + samples.size() / 2;
-    std::nth_element(samples.begin(), mid, samples.end());
-    *us = *mid;
-    if (samples.size() % 2 == 0) {
-      *us = (*us + *std::max_element(samples.begin(), mid)) / 2;
-    }
-    return HC_OK;
+    hc_status_t st = timedAlone(c, false, opts_.iters, nullptr);
+    if (st == HC_OK) *us = median(&samples_);
+    return st;
+  }
+
+  // The sample of rank floor(q * (n - 1)) in *samples (reordered); 0 when empty.
+  static double percentile(std::vector<double>* samples, double q) {
+    if (samples->empty()) return 0.0;
+    auto at =
+        samples->begin() + static_cast<ptrdiff_t>(q * static_cast<double>(samples->size() - 1));
+    std::nth_element(samples->begin(), at, samples->end());
+    return *at;
+  }
+
+  // The median of *samples (reordered); 0 when empty.
+  static double median(std::vector<double>* samples) {
+    if (samples->empty()) return 0.0;
+    auto mid = samples->begin() + samples->size() / 2;
+    std::nth_element(samples->begin(), mid, samples->end());
+    double m = *mid;
+    if (samples->size() % 2 == 0) m = (m + *std::max_element(samples->begin(), mid)) / 2;
+    return m;
   }
 
   // errComm: the communicator the failed call was made on, or null for calls on none (and for
@@ -286,6 +337,17 @@ class RankRunner {
     if (detail == nullptr || *detail == '\0') detail = "(no detail)";
     std::snprintf(r.message, sizeof(r.message), "%s failed: %s: %s", call, hc_get_error_string(st),
                   detail);
+    report(r);
+    return 1;
+  }
+
+  // A failure whose text is already written (NCCL's, from nccl_.error()).
+  int failText(uint32_t index, const std::string& text) {
+    CaseReport r{};
+    r.caseIndex = index;
+    r.rank = rank_;
+    r.status = HC_INTERNAL;
+    std::snprintf(r.message, sizeof(r.message), "%s", text.c_str());
     report(r);
     return 1;
   }
@@ -307,13 +369,17 @@ class RankRunner {
   const std::vector<Case>& cases_;
   const int rank_;
   const int fd_;
+  const bool useNccl_;  // --api nccl: nccl_ holds the communicator, comm_ stays null
   hc_comm_t comm_ = nullptr;
+  NcclRank nccl_;
+  bool ncclFailed_ = false;  // an NCCL call failed: its text is nccl_.error()
   RankBuffers buffers_;
   void* send_ = nullptr;  // buffers_'s, and its stream (null for host buffers)
   void* recv_ = nullptr;
   hc_stream_t stream_ = nullptr;
   std::vector<hc_request_t> requests_;
   std::vector<hc_request_t> extras_;  // sendrecv: the send of each timed iteration
+  std::vector<double> samples_;       // timedAlone's per-operation times, in us
 };
 
 }  // namespace

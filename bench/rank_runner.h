@@ -1,5 +1,6 @@
-// One rank of hc-perf, run in a forked child: joins the communicator, allocates its buffers once,
-// walks the case list and reports each case to the parent over its pipe.
+// One rank of hc-perf, run in a forked child: joins the communicator (through hc_* or, with
+// --api nccl, the shim's NCCL API), allocates its buffers once, walks the case list and reports
+// each case to the parent over its pipe.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,12 @@ struct CaseReport {
   uint32_t caseIndex;
   int32_t rank;
   int32_t status;     // hc_status_t: HC_OK when the case ran
-  int32_t hasMedian;  // medianUs is set (size <= kLatencyMaxBytes)
+  int32_t hasMedian;  // medianUs is set (size <= kLatencyMaxBytes, or any size with --latency)
   double timeUs[2];   // average per operation: out-of-place, in-place (< 0: not run)
   int64_t wrong[2];   // wrong elements of the checked runs; -1 when not checked (-c 0)
   double medianUs;    // median of blocking post + wait, out-of-place
-  char message[448];  // when status != HC_OK: hc_get_error_string + hc_get_last_error
+  double tailUs[2];   // --latency: the 10th and 90th percentiles beside the median
+  char message[432];  // when status != HC_OK: hc_get_error_string + hc_get_last_error
 };
 static_assert(sizeof(CaseReport) <= 512);
 

@@ -38,9 +38,11 @@ void runBadArguments(Check* c);
 /* One scenario instead of the case list (shim_check_modes.c): --mode NAME with its options. */
 typedef struct {
   const char* mode;    /* nonblocking, group-init, timeout, abort-waiter, loop, init-all,
-                          finalize-abort */
+                          finalize-abort, disagree, sim */
   const char* syncDir; /* --sync: the folder where the job's ranks leave step files */
-  const char* by;      /* --by: how a rank asks for non-blocking: config, env or group */
+  const char* by;      /* --by: how a rank asks for non-blocking: config, env or group;
+                          for disagree, what odd ranks change (count, op or dtype), with
+                          +stream when the ranks issue on a stream handle */
   long configVersion;  /* --config-version: ncclConfig_t.version; 0 passes no config */
   int want;            /* --want: the ncclResult_t a timed-out operation must give */
 } ModeArgs;
@@ -50,5 +52,8 @@ int runMode(Check* c, const ModeArgs* m, ncclUniqueId id);
  * init-all: ncclCommInitAll of c->nranks ranks; finalize-abort: the finalize/abort race. */
 void runInitAll(Check* c);
 void runFinalizeAbort(Check* c);
+/* sim: collectives on simulated device memory, on a sim stream and the NULL stream
+ * (shim_check_sim.c). */
+void runSim(Check* c, const ModeArgs* m, ncclUniqueId id);
 
 #endif /* HC_TESTS_INTEGRATION_SHIM_SHIM_CHECK_H_ */

@@ -341,6 +341,151 @@ static void runLoop(Check* c, ncclUniqueId id) {
   CHECK_OK(c, "ncclCommAbort", ncclCommAbort(c->comm));
 }
 
+/* ---- disagree: ranks that issue different operations as op k ---- */
+
+/* How long after its call a rank may learn of the disagreement: the daemon compares descriptors
+ * once every rank posted, so this covers the other ranks' start as well. */
+#define DISAGREE_BOUND_MS 10000
+/* How much later than ranks 0 and 1 the others issue the disagreeing operation. */
+#define DISAGREE_LATE_MS 300
+/* The even ranks' allreduce count: odd ranks of --by count issue one more. */
+#define DISAGREE_COUNT 1024
+
+/* --by FIELD or FIELD+stream: what odd ranks change, and whether the ranks issue on a stream. */
+static int byField(const ModeArgs* m, const char* field) {
+  const size_t n = strlen(field);
+  return strncmp(m->by, field, n) == 0 && (m->by[n] == '\0' || m->by[n] == '+');
+}
+
+/* Odd ranks change one thing of the even ranks' ncclAllReduce(DISAGREE_COUNT, int32, sum):
+ * --by count (one more element), op (ncclBroadcast from rank 0) or dtype (float32). */
+static ncclResult_t issueDisagreeing(Check* c, const ModeArgs* m, void* buf, Stream stream) {
+  const int odd = c->rank % 2 == 1;
+  size_t count = DISAGREE_COUNT;
+  ncclDataType_t dtype = ncclInt32;
+  if (odd && byField(m, "count")) count += 1;
+  if (odd && byField(m, "dtype")) dtype = ncclFloat32;
+  if (odd && byField(m, "op")) {
+    return ncclBroadcast(buf, buf, count, dtype, 0, c->comm, stream);
+  }
+  return ncclAllReduce(buf, buf, count, dtype, ncclSum, c->comm, stream);
+}
+
+/* The text a disagreement must carry: hc's, naming the mismatch and what the odd ranks posted
+ * (the one more element, the broadcast, or the float32), so a reader can tell who differed. */
+static void expectDisagreementText(Check* c, const ModeArgs* m, const char* what) {
+  char odd[32];
+  snprintf(odd, sizeof odd, "count=%d", DISAGREE_COUNT + 1);
+  const char* token = byField(m, "op") ? "broadcast" : byField(m, "dtype") ? "float32" : odd;
+  const char* text = ncclGetLastError(c->comm);
+  printf("disagreement text: %s\n", text);
+  if (strstr(text, "mismatch") == NULL || strstr(text, token) == NULL) {
+    printf("WRONG %s: ncclGetLastError does not name the mismatch and '%s': '%s'\n", what, token,
+           text);
+    c->wrong++;
+  }
+}
+
+/* On the NULL stream the call itself fails. On a stream handle (FIELD+stream) the call may
+ * return once submitted, and ncclCommGetAsyncError then reports the failure. */
+static void checkDisagreement(Check* c, const ModeArgs* m) {
+  static int32_t buf[DISAGREE_COUNT + 1];
+  for (int i = 0; i <= DISAGREE_COUNT; ++i) buf[i] = c->rank + 1;
+  const Stream stream = strstr(m->by, "+stream") != NULL ? someStream() : NULL;
+  /* Ranks 2 and up come later, so where they share a daemon (the test's paired placement) the
+   * other daemon has found its own pair's disagreement first: one order, not a race. */
+  if (c->rank >= 2) sleepMs(DISAGREE_LATE_MS);
+  const double start = nowMs();
+  ncclResult_t r = issueDisagreeing(c, m, buf, stream);
+  if (r == ncclSuccess && stream != NULL) {
+    ncclResult_t async = ncclSuccess;
+    while (async == ncclSuccess && nowMs() - start < STEP_TIMEOUT_MS) {
+      if (!CHECK_OK(c, "ncclCommGetAsyncError", ncclCommGetAsyncError(c->comm, &async))) return;
+      if (async == ncclSuccess) sleepMs(1);
+    }
+    r = async;
+    printf("async error of the disagreeing operation: %d (%s)\n", (int)r, ncclGetErrorString(r));
+  }
+  const double took = nowMs() - start;
+  /* +remote (the test's paired placement): ranks 2 and 3 share a daemon that learns of the
+   * disagreement from the other one, whose notice carries a code and no words: they get
+   * ncclRemoteError naming that node's InvalidArgument. */
+  const int remote = c->rank >= 2 && strstr(m->by, "+remote") != NULL;
+  if (remote) {
+    if (expectResult(c, "the disagreeing operation", r, ncclRemoteError) &&
+        strstr(ncclGetLastError(c->comm), "InvalidArgument") == NULL) {
+      printf("WRONG the remote failure does not name InvalidArgument: '%s'\n",
+             ncclGetLastError(c->comm));
+      c->wrong++;
+    }
+  } else if (expectResult(c, "the disagreeing operation", r, ncclInvalidArgument)) {
+    expectDisagreementText(c, m, stream == NULL ? "the call's error" : "the async error");
+  }
+  if (took > DISAGREE_BOUND_MS) {
+    printf("WRONG the disagreement took %.0f ms to reach rank %d\n", took, c->rank);
+    c->wrong++;
+  }
+  /* The communicator has failed: the next operation fails too, and is never a success. */
+  int x = 1;
+  r = ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, c->comm, NULL);
+  printf("the operation after it: %d (%s): %s\n", (int)r, ncclGetErrorString(r),
+         ncclGetLastError(c->comm));
+  if (r == ncclSuccess || r == ncclInProgress) {
+    printf("WRONG an operation after the disagreement returned %d\n", (int)r);
+    c->wrong++;
+  }
+}
+
+/* Rank 0 makes a fresh id and leaves it in the sync folder as hex; the others read it. */
+static int shareFreshId(Check* c, const ModeArgs* m, ncclUniqueId* id) {
+  char path[4096], tmp[4200];
+  stepPath(m, "fresh-id", path, sizeof path);
+  if (c->rank == 0) {
+    if (!CHECK_OK(c, "ncclGetUniqueId", ncclGetUniqueId(id))) return 0;
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE* f = fopen(tmp, "w");
+    if (f == NULL) return 0;
+    for (size_t i = 0; i < sizeof id->internal; ++i) {
+      fprintf(f, "%02x", (unsigned char)id->internal[i]);
+    }
+    fclose(f);
+    return rename(tmp, path) == 0; /* whole, or not there at all */
+  }
+  if (!waitStep(c, m, "fresh-id")) return 0;
+  FILE* f = fopen(path, "r");
+  unsigned v = 0;
+  size_t i = 0;
+  for (; f != NULL && i < sizeof id->internal && fscanf(f, "%2x", &v) == 1; ++i) {
+    id->internal[i] = (char)v;
+  }
+  if (f != NULL) fclose(f);
+  if (i == sizeof id->internal) return 1;
+  printf("ERROR rank %d: cannot read the fresh id at %s\n", c->rank, path);
+  c->wrong++;
+  return 0;
+}
+
+/* A job whose ranks disagree on one operation (--by count, op or dtype, each with an optional
+ * +stream; even ranks libnccl, odd ranks librccl in the mixed tests): every rank gets
+ * ncclInvalidArgument naming the mismatch within DISAGREE_BOUND_MS, and the next operation
+ * fails. Then the daemons still serve a fresh communicator of the same ranks. */
+static void runDisagree(Check* c, const ModeArgs* m, ncclUniqueId id) {
+  if (!CHECK_OK(c, "ncclCommInitRank", ncclCommInitRank(&c->comm, c->nranks, id, c->rank))) return;
+  checkSum(c, c->comm, "ncclAllReduce before the disagreement");
+  checkDisagreement(c, m);
+  CHECK_OK(c, "ncclCommAbort of the failed communicator", ncclCommAbort(c->comm));
+  c->comm = NULL;
+
+  ncclUniqueId fresh;
+  if (!shareFreshId(c, m, &fresh)) return;
+  if (!CHECK_OK(c, "ncclCommInitRank of a fresh communicator",
+                ncclCommInitRank(&c->comm, c->nranks, fresh, c->rank))) {
+    return;
+  }
+  checkSum(c, c->comm, "ncclAllReduce on the fresh communicator");
+  CHECK_OK(c, "ncclCommDestroy of the fresh communicator", ncclCommDestroy(c->comm));
+}
+
 int runMode(Check* c, const ModeArgs* m, ncclUniqueId id) {
   if (strcmp(m->mode, "nonblocking") == 0) {
     runNonBlocking(c, m, id);
@@ -356,6 +501,10 @@ int runMode(Check* c, const ModeArgs* m, ncclUniqueId id) {
     runInitAll(c);
   } else if (strcmp(m->mode, "finalize-abort") == 0) {
     runFinalizeAbort(c);
+  } else if (strcmp(m->mode, "disagree") == 0) {
+    runDisagree(c, m, id);
+  } else if (strcmp(m->mode, "sim") == 0) {
+    runSim(c, m, id);
   } else {
     fprintf(stderr, "unknown --mode %s\n", m->mode);
     return 2;

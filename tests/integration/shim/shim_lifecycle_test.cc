@@ -1,7 +1,9 @@
 // The shim's communicator lifecycle and faults, end to end: each test runs one hc_shim_check mode
 // (shim_check_modes.c) as the ranks of a job against a real daemon. Ranks prove that a call did
 // not block by leaving a step file that another rank waits for before it unblocks the first, so
-// a call that blocks turns into a rank's error, never a passing test.
+// a call that blocks turns into a rank's error, never a passing test. Mixed jobs on one daemon
+// and across two: ranks that disagree on an operation, and collectives on sim device memory
+// (shim_check_sim.c).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -9,10 +11,12 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "tests/integration/daemon_process.h"
+#include "tests/integration/multi_daemon.h"
 #include "tests/integration/shim/shim_job.h"
 
 namespace hc::integ {
@@ -60,6 +64,148 @@ void runScenario(const std::vector<std::string>& daemonFlags, const std::string&
   ASSERT_NE(job, nullptr) << error;
   EXPECT_EQ(job->expectAllPassed(kJobTimeout), "") << "\n" << daemon->logTail();
 }
+
+// Where a mixed job's ranks run: rank r uses libnccl.so.2 when even, librccl.so.1 when odd.
+// OneDaemon: all on one. Alternate: rank r on daemon r % 2, so each daemon holds one library's
+// ranks and only the daemons' comparison sees the two sides disagree. Paired: ranks 0 and 1 on
+// daemon 0, 2 and 3 on daemon 1, so each daemon holds both sides (in the disagree mode ranks 2
+// and 3 issue later, so daemon 0 finds the disagreement and daemon 1's ranks learn it from there).
+enum class Placement { OneDaemon, Alternate, Paired };
+
+const char* placementName(Placement p) {
+  switch (p) {
+    case Placement::OneDaemon:
+      return "OneDaemon";
+    case Placement::Alternate:
+      return "TwoDaemonsAlternate";
+    case Placement::Paired:
+      return "TwoDaemonsPaired";
+  }
+  return "?";
+}
+
+// The rest of the line after the first `prefix` in out; "" when there is none.
+std::string lineAfter(const std::string& out, const std::string& prefix) {
+  const size_t at = out.find(prefix);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + prefix.size();
+  return out.substr(begin, out.find('\n', begin) - begin);
+}
+
+// Starts the daemons of placement (each with daemonFlags), makes an id at daemon 0, runs nranks
+// ranks of a mixed job with args(steps folder) and expects every rank to pass; then inspect(job)
+// for what the ranks printed, and a clean stop of a lone daemon (it survived the job).
+void runMixedJob(Placement placement, int nranks, const std::vector<std::string>& daemonFlags,
+                 const std::string& name,
+                 const std::function<std::vector<std::string>(const std::string& steps)>& args,
+                 const std::function<void(ShimJob&)>& inspect = nullptr) {
+  std::string error;
+  std::unique_ptr<DaemonProcess> daemon;
+  std::unique_ptr<DaemonCluster> cluster;
+  std::vector<std::string> sockets;
+  std::string dir;
+  if (placement == Placement::OneDaemon) {
+    daemon = DaemonProcess::start(daemonFlags, &error);
+    ASSERT_NE(daemon, nullptr) << error;
+    sockets = {daemon->socketPath()};
+    dir = daemon->dir();
+  } else {
+    ClusterOptions options;
+    options.daemonArgs = daemonFlags;
+    cluster = DaemonCluster::start(options, &error);
+    ASSERT_NE(cluster, nullptr) << error;
+    sockets = {cluster->daemon(0).socketPath(), cluster->daemon(1).socketPath()};
+    dir = cluster->dir();
+  }
+  auto logs = [&] { return daemon ? daemon->logTail() : cluster->logTails(); };
+  const std::string id = newShimId(sockets[0], dir, &error);
+  ASSERT_FALSE(id.empty()) << error;
+  const std::string steps = dir + "/" + name + "-steps";
+  ::mkdir(steps.c_str(), 0700);
+  std::vector<ShimRankSpec> ranks;
+  for (int r = 0; r < nranks; ++r) {
+    ShimRankSpec spec;
+    spec.lib = r % 2 == 0 ? ShimLib::Nccl : ShimLib::Rccl;
+    const int d = placement == Placement::OneDaemon   ? 0
+                  : placement == Placement::Alternate ? r % 2
+                                                      : r / 2 % 2;
+    spec.socket = sockets[static_cast<size_t>(d)];
+    spec.args = args(steps);
+    ranks.push_back(spec);
+  }
+  auto job = ShimJob::start(ranks, id, dir, name, &error);
+  ASSERT_NE(job, nullptr) << error;
+  EXPECT_EQ(job->expectAllPassed(kJobTimeout), "") << "\n" << logs();
+  if (inspect) inspect(*job);
+  if (daemon) {
+    EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
+  }
+}
+
+// Even ranks (libnccl.so.2) issue ncclAllReduce(1024, int32, sum); odd ranks (librccl.so.1)
+// change one thing: one more element, ncclBroadcast instead, or float32; all on the NULL stream,
+// or all on a stream handle. Every rank gets ncclInvalidArgument (hc's InvalidArgument) from the
+// call (NULL stream) or from the call or ncclCommGetAsyncError (stream) within 10 s, with a
+// ncclGetLastError text naming the mismatch and the odd ranks' side of it; the operation after it
+// fails; then a fresh communicator of the same ranks works on the same daemons. Paired (each
+// daemon holds both sides): daemon 0 finds it first and fails the communicator everywhere, and
+// daemon 1's ranks get ncclRemoteError naming node 0's InvalidArgument (a failure notice carries
+// a code, not words; issue 18's note). Where one
+// comparison finds the disagreement (one daemon, or the daemons' comparison when each holds one
+// side) every rank reads the same text.
+class ShimDisagreeTest : public ::testing::TestWithParam<std::tuple<std::string, bool, Placement>> {
+};
+
+TEST_P(ShimDisagreeTest, EveryRankGetsTheMismatchAndTheDaemonsServeAFreshCommunicator) {
+  const auto& [field, onStream, placement] = GetParam();
+  const std::string by =
+      field + (onStream ? "+stream" : "") + (placement == Placement::Paired ? "+remote" : "");
+  auto args = [&](const std::string& steps) {
+    return std::vector<std::string>{"--mode", "disagree", "--sync", steps, "--by", by};
+  };
+  runMixedJob(placement, 4, {}, "disagree-" + field, args, [&](ShimJob& job) {
+    // Paired: daemon 1's ranks may read daemon 0's finding in other words.
+    if (placement == Placement::Paired) return;
+    const std::string first = lineAfter(job.rank(0).output(), "disagreement text: ");
+    for (int r = 1; r < job.nranks(); ++r) {
+      EXPECT_EQ(lineAfter(job.rank(r).output(), "disagreement text: "), first)
+          << "rank " << r << " read another text than rank 0";
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FieldsStreamsAndPlacements, ShimDisagreeTest,
+    ::testing::Combine(::testing::Values("count", "op", "dtype"), ::testing::Bool(),
+                       ::testing::Values(Placement::OneDaemon, Placement::Alternate,
+                                         Placement::Paired)),
+    [](const auto& p) {
+      return std::get<0>(p.param) + (std::get<1>(p.param) ? "_Stream_" : "_NullStream_") +
+             placementName(std::get<2>(p.param));
+    });
+
+// Simulated device memory through the shim, in processes with no GPU runtime: libnccl.so.2 ranks
+// on sim "nvidia" memory and streams, librccl.so.1 ranks on sim "amd" ones, in one communicator.
+// Allreduce, reduce, broadcast, allgather, reduce-scatter (in place and out), all-to-all and a
+// send/recv ring, at counts 0, 1, 7 and 65537, on a sim stream passed as the cudaStream_t
+// (hipStream_t) and on the NULL stream; each result, read back through hc_sim_memcpy, equals
+// what the rank computed from the inputs (shim_check_sim.c). Chunks of 16 KiB, between daemons
+// and in device staging, cut the larger count into many pieces with a ragged last one.
+class ShimSimMemoryTest : public ::testing::TestWithParam<Placement> {};
+
+TEST_P(ShimSimMemoryTest, CollectivesOnSimDeviceMemoryAreRightOnEveryRank) {
+  const std::vector<std::string> flags = {
+      "--set", "devices.sim.nvidia=1",   "--set", "devices.sim.amd=1",
+      "--set", "peer.chunk_bytes=16384", "--set", "devices.staging_chunk_bytes=16384"};
+  runMixedJob(GetParam(), 4, flags, "sim", [](const std::string&) {
+    return std::vector<std::string>{"--mode", "sim"};
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Placements, ShimSimMemoryTest,
+                         ::testing::Values(Placement::OneDaemon, Placement::Alternate,
+                                           Placement::Paired),
+                         [](const auto& p) { return std::string(placementName(p.param)); });
 
 // Non-blocking communicators, one way per rank: rank 0 by its ncclConfig_t (libnccl), rank 1 by
 // NCCL_COMM_BLOCKING=0 with no config (librccl), rank 2 by ncclCommInitRankScalable inside a
