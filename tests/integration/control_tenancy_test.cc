@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -72,8 +73,12 @@ class AdminGroup {
 // Runs argv as uid/gid nobody with `groups` as its supplementary groups (fork, setgroups,
 // setresgid, setresuid, exec); stdout and stderr come back through a pipe. exitCode -1: it did
 // not start, or did not end within 20 s.
+// The hcctl nobody runs: a copy in a folder nobody can reach (the build tree may sit in a folder
+// only root may enter, as a fresh `mktemp -d` checkout does). Set by the test before use.
+std::string gHcctlForNobody = HC_HCCTL_PATH;
+
 HcctlRun runAsNobody(const std::vector<std::string>& args, const std::vector<gid_t>& groups) {
-  std::vector<std::string> argv = {HC_HCCTL_PATH};
+  std::vector<std::string> argv = {gHcctlForNobody};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> raw;
   for (std::string& a : argv) raw.push_back(a.data());
@@ -200,6 +205,12 @@ TEST(ControlTenancyTest, EachUidSeesItsOwnJobsAndAdminsSeeAll) {
   for (const std::string& p : {d->dir(), d->dir() + "/run"}) ::chmod(p.c_str(), 0755);
   ::chmod(d->socketPath().c_str(), 0666);
   ::chmod(admin.c_str(), 0666);
+  gHcctlForNobody = d->dir() + "/hcctl";
+  std::error_code copied;
+  std::filesystem::copy_file(HC_HCCTL_PATH, gHcctlForNobody,
+                             std::filesystem::copy_options::overwrite_existing, copied);
+  ASSERT_FALSE(copied) << "cannot copy hcctl to " << gHcctlForNobody << ": " << copied.message();
+  ::chmod(gHcctlForNobody.c_str(), 0755);
 
   uint8_t rootKey[16], nobodyKey[16];
   randomKey(rootKey);
