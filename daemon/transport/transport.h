@@ -95,8 +95,9 @@ constexpr uint64_t kFirstCommIdentity = 256;
 // the engine puts in it, and each backend's framing (ucx_wire.h). Daemons state it in Peer.Join,
 // and a communicator forms only among daemons of one version. Bump it with any change to those.
 // Version 1: 16 identity bits taken from the key; 2: the fields above; 3: the engine's notices
-// of 2048 bytes, goodbyes with send counts (daemon/session/notices.h).
-constexpr uint32_t kWireVersion = 3;
+// of 2048 bytes, goodbyes with send counts (daemon/session/notices.h); 4: an op's failure
+// notice carries its origin and words, 512 bytes (daemon/coll/net/op_notice.h).
+constexpr uint32_t kWireVersion = 4;
 
 // A message that arrived with no receive posted, as dropUnexpected() shows it.
 struct UnexpectedMessage {

@@ -66,7 +66,7 @@ ScheduleRunner::ScheduleRunner(const NetOpSpec& spec, Schedule schedule)
   for (size_t node = 0; node < linked.size(); ++node) {
     if (linked[node]) linkedNodes_.push_back(static_cast<int>(node));
   }
-  noticeInboxes_.assign(linkedNodes_.size(), 0);
+  noticeInboxes_.assign(linkedNodes_.size(), OpNotice{});
   // Both cursors start at the first step that has chunks of their kind.
   nextSend_ = Cursor{0, 0};
   nextRecv_ = Cursor{0, 0};
@@ -126,7 +126,7 @@ Status ScheduleRunner::start() {
   for (size_t i = 0; i < linkedNodes_.size(); ++i) {
     const int node = linkedNodes_[i];
     Result<transport::RequestId> id = transport_.postRecv(
-        peers_[node], noticeTag(comm_, seq_), &noticeInboxes_[i], sizeof(noticeInboxes_[i]));
+        peers_[node], noticeTag(comm_, seq_), &noticeInboxes_[i], sizeof(OpNotice));
     if (!id.isOk()) {
       failedNode_ = node;
       fail(atNode(node, id.status()));
@@ -183,11 +183,12 @@ void ScheduleRunner::fail(Status why) {
   phase_ = Phase::Draining;
   // Tell every node we exchange with, so that none waits on us; the node that failed us already
   // knows, or is gone. A notice that cannot be posted (that node is gone too) is no loss.
-  noticeCode_ = static_cast<int32_t>(outcome_.code());
+  outgoing_ = noticeFrom_ >= 0 ? noticeInboxes_[static_cast<size_t>(noticeFrom_)]
+                                : makeOpNotice(static_cast<int>(self_), outcome_);
   for (int node : linkedNodes_) {
     if (node == failedNode_) continue;
     Result<transport::RequestId> id = transport_.postSend(peers_[node], noticeTag(comm_, seq_),
-                                                          &noticeCode_, sizeof(noticeCode_));
+                                                          &outgoing_, sizeof(outgoing_));
     if (id.isOk()) noticeSends_.push_back(*id);
   }
   // Ask every pending request to stop; each stays lent until test() reports it final. A cancel

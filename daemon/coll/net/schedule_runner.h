@@ -5,7 +5,7 @@
 //
 // Failure notices. At start() the runner posts one small receive per node it exchanges with,
 // tagged as a notice (net_tags.h). A node whose op fails sends each of them its Status code
-// there, so a failure spreads along the op's links (a ring passes it on node by node) and every
+// and words there (op_notice.h; one that fails because of a notice passes that one on), so a failure spreads along the op's links (a ring passes it on node by node) and every
 // node waiting on the failed one fails within a bounded number of progress rounds, instead of
 // waiting for data that will never come. When the op succeeds it cancels these receives, which
 // costs one more transport->progress() round. A notice sent to a node that already finished the
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "daemon/coll/net/net_op.h"
+#include "daemon/coll/net/op_notice.h"
 #include "daemon/coll/net/schedule.h"
 
 namespace hc::coll::net {
@@ -144,9 +145,10 @@ class ScheduleRunner final : public NetOp {
   std::vector<int> freeSlots_;
 
   std::vector<int> linkedNodes_;        // every node this op exchanges with
-  std::vector<int32_t> noticeInboxes_;  // per linked node: its notice's Status code lands here
-  std::vector<Watch> watches_;          // notice receives still pending
-  int32_t noticeCode_ = 0;              // what our notices carry
+  std::vector<OpNotice> noticeInboxes_;  // per linked node: its notice lands here
+  std::vector<Watch> watches_;           // notice receives still pending
+  int noticeFrom_ = -1;                  // the link whose notice failed the op, when one did
+  OpNotice outgoing_;                    // what our notices carry
   std::vector<transport::RequestId> noticeSends_;
 };
 

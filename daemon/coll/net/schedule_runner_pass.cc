@@ -14,17 +14,6 @@ namespace {
 
 constexpr uint8_t kAvg = static_cast<uint8_t>(ipc::RedOp::Avg);
 
-// The Status a failure notice from another node turns into here: "a party went away" stays
-// Unavailable, so every survivor of a dead node reports the same code; anything else is that
-// node's own failure, a RemoteError here.
-Status fromNotice(int node, int32_t code) {
-  const bool known = code > 0 && code < kNumCodes;
-  const std::string what = known ? std::string(codeName(static_cast<Code>(code))) : "unknown code";
-  std::string message = "node " + std::to_string(node) + " failed this operation (" + what + ")";
-  if (known && static_cast<Code>(code) == Code::Unavailable) return unavailable(message);
-  return Status(Code::RemoteError, std::move(message));
-}
-
 }  // namespace
 
 Status ScheduleRunner::advance() {
@@ -46,7 +35,8 @@ Status ScheduleRunner::testWatches() {
     watches_.erase(watches_.begin() + static_cast<ptrdiff_t>(i));
     failedNode_ = linkedNodes_[link];
     if (!done.isOk()) return atNode(failedNode_, done.status());
-    return fromNotice(failedNode_, noticeInboxes_[link]);
+    noticeFrom_ = static_cast<int>(link);
+    return fromOpNotice(noticeInboxes_[link], failedNode_, peers_.size());
   }
   return okStatus();
 }

@@ -4,10 +4,12 @@
 // pending requests is fatal, so a test that leaked one would crash).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "daemon/coll/net/op_notice.h"
 #include "tests/unit/daemon/coll/net/net_test_harness.h"
 #include "tests/unit/daemon/coll/net/net_test_layouts.h"
 #include "tests/unit/daemon/coll/net/net_test_values.h"
@@ -205,10 +207,38 @@ TEST(AbortCodeTest, AnotherNodesNonUnavailableFailureArrivesAsRemoteError) {
         if (round == kFailRound) job.ops[1]->abort(Status(Code::Timeout, "deadline passed"));
       });
   EXPECT_EQ(outcomes[1].status.code(), Code::Timeout);
+  // Every node names where the failure began and its words, also those told by a neighbour.
   for (size_t node : {0, 2, 3}) {
     EXPECT_EQ(outcomes[node].status.code(), Code::RemoteError)
         << "node " << node << ": " << outcomes[node].status.toString();
+    EXPECT_NE(outcomes[node].status.message().find("node 1 failed this operation"),
+              std::string::npos)
+        << "node " << node << ": " << outcomes[node].status.message();
+    EXPECT_NE(outcomes[node].status.message().find("deadline passed"), std::string::npos)
+        << "node " << node << ": " << outcomes[node].status.message();
   }
+}
+
+// A notice comes from the network: what it says is reported, never trusted beyond its bounds.
+TEST(OpNoticeTest, ANoticeIsReadWithinItsBoundsAndLongWordsAreCut) {
+  const OpNotice told = makeOpNotice(3, Status(Code::Timeout, std::string(2000, 'x')));
+  EXPECT_EQ(told.text[kOpNoticeTextBytes - 1], '\0');
+  const Status heard = fromOpNotice(told, 1, 4);
+  EXPECT_EQ(heard.code(), Code::RemoteError);
+  EXPECT_EQ(heard.message().rfind("node 3 failed this operation (told by node 1): xxx", 0), 0u)
+      << heard.message();
+
+  OpNotice lying;
+  lying.code = 9999;
+  lying.origin = 77;  // beyond the op's 4 nodes: the sender is named instead
+  std::memset(lying.text, 'y', sizeof(lying.text));  // no terminating NUL
+  const Status odd = fromOpNotice(lying, 2, 4);
+  EXPECT_EQ(odd.code(), Code::RemoteError);
+  EXPECT_EQ(odd.message(), "node 2 failed this operation: a notice of unknown code 9999");
+
+  const Status gone = fromOpNotice(makeOpNotice(0, unavailable("")), 0, 2);
+  EXPECT_EQ(gone.code(), Code::Unavailable);
+  EXPECT_EQ(gone.message(), "node 0 failed this operation (Unavailable)");
 }
 
 TEST(AbortCodeTest, AbortEverywhereGivesEachNodeItsOwnStatus) {
