@@ -15,8 +15,8 @@ namespace hc::coll::net {
 constexpr size_t kOpNoticeTextBytes = 504;
 
 struct OpNotice {
-  int32_t code = 0;    // a hc Code; 0 until a notice arrived
-  int32_t origin = -1;  // the node where the failure began
+  int32_t code = 0;                    // a hc Code; 0 until a notice arrived
+  int32_t origin = -1;                 // the node where the failure began
   char text[kOpNoticeTextBytes] = {};  // NUL-terminated unless the sender lied
 };
 static_assert(sizeof(OpNotice) == 512);

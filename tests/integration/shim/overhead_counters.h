@@ -13,7 +13,8 @@
 namespace hc::integ::overhead {
 
 // Which measured loop the rank is in: nothing is counted in kNone.
-enum Window : int32_t { kNone = 0, kHc = 1, kNccl = 2, kProbe = 3, kWindows = 4 };
+// kAsync: ncclCommGetAsyncError alone, as a watchdog polls it.
+enum Window : int32_t { kNone = 0, kHc = 1, kNccl = 2, kProbe = 3, kAsync = 4, kWindows = 5 };
 
 // One aligned word, so a tracer reads both fields with one PTRACE_PEEKDATA at &gProbe (the
 // measured rank is a fork of the tracer: the address is the same in both).

@@ -16,6 +16,11 @@
 // construction. Heap totals, which do not depend on timing, must also be equal. The probe window
 // must show exactly 1 per operation outside hc's calls: it proves that the counters see what the
 // assertions rely on.
+//
+// Then a window of ncclCommGetAsyncError alone, as a watchdog polls it: no heap call at all, and
+// system calls only from the client's throttled hang-up check (one poll per 10 ms at most), far
+// fewer than one per thousand calls. Its cost in time is bench/shim-overhead's
+// (hc-async-error-cost).
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <signal.h>
@@ -52,6 +57,7 @@ constexpr int kOpsPerWindow = 300;
 constexpr int kRounds = 3;  // each window kind kRounds times, in a rotating order
 constexpr uint64_t kOps = uint64_t{kOpsPerWindow} * kRounds;  // per window kind
 constexpr int kTraceRefused = 77;  // exit code of a rank that could not be traced
+constexpr uint64_t kAsyncCalls = 200'000;
 
 // What a rank sends back over its pipe when it ends.
 struct RankResult {
@@ -143,6 +149,18 @@ RankResult runRank(int rank, const Ids& ids, bool measured) {
         return res;
       }
     }
+  }
+  enterWindow(kAsync);
+  uint64_t asyncWrong = 0;
+  for (uint64_t i = 0; i < kAsyncCalls; ++i) {
+    ncclResult_t async = ncclSuccess;
+    if (ncclCommGetAsyncError(nccl, &async) != ncclSuccess || async != ncclSuccess) ++asyncWrong;
+  }
+  leaveWindow();
+  if (asyncWrong != 0) {
+    std::snprintf(res.error, sizeof(res.error), "rank %d: %llu ncclCommGetAsyncError calls failed",
+                  rank, static_cast<unsigned long long>(asyncWrong));
+    return res;
   }
   res.counts = gCounts;
   if (ncclCommFinalize(nccl) != ncclSuccess || ncclCommDestroy(nccl) != ncclSuccess) {
@@ -365,6 +383,15 @@ TEST(ShimOverheadTest, NcclAllReduceAddsNoSystemCallOrHeapAllocationPerOperation
   // depend on timing, so the two APIs' totals compare directly.
   EXPECT_EQ(c.allocs[kNccl][0] + c.allocs[kNccl][1], c.allocs[kHc][0] + c.allocs[kHc][1]);
   EXPECT_EQ(c.frees[kNccl][0] + c.frees[kNccl][1], c.frees[kHc][0] + c.frees[kHc][1]);
+  // A watchdog's poll: nothing on the heap, system calls only from the throttled hang-up check.
+  std::printf("ncclCommGetAsyncError x %llu: %llu system calls, %llu allocations, %llu frees\n",
+              static_cast<unsigned long long>(kAsyncCalls),
+              static_cast<unsigned long long>(sys.total[kAsync]),
+              static_cast<unsigned long long>(c.allocs[kAsync][0] + c.allocs[kAsync][1]),
+              static_cast<unsigned long long>(c.frees[kAsync][0] + c.frees[kAsync][1]));
+  EXPECT_EQ(c.allocs[kAsync][0] + c.allocs[kAsync][1], 0u);
+  EXPECT_EQ(c.frees[kAsync][0] + c.frees[kAsync][1], 0u);
+  EXPECT_LT(sys.total[kAsync], kAsyncCalls / 1000);
   EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
 }
 
