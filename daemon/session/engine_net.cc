@@ -70,6 +70,9 @@ coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t n
   job.spec.dtype = 0;  // int8
   job.spec.count = notice.size();
   job.spec.buffer = notice.data();
+  // The notice speaks for the communicator; one about this transfer would race it (a daemon
+  // whose client aborted would seem to the others to have gone away).
+  job.spec.failureNotices = false;
   job.nodes = nodes;
   return job;
 }
@@ -453,19 +456,26 @@ void Engine::onWatch(NetRun& run, const Status& status) {
     why = Status{Code::RemoteError,
                  "the daemon of ranks " + ranks + " said goodbye: " + goodbye.status().message()};
   } else if (status.isOk()) {
-    why = Status{Code::RemoteError, "the daemon of ranks " + ranks +
-                                        " failed the communicator: " + failureText(run.notice)};
-    // That daemon has failed already: it needs no notice back.
-    if (net != netComms_.end()) net->second.notified = true;
+    why = Status{failureCode(run.notice), "the daemon of ranks " + ranks +
+                                              " failed the communicator: " +
+                                              failureText(run.notice)};
+    // That daemon has failed already: it needs no notice back. Our inter-node work of the
+    // communicator stops, as that daemon's did: a transfer with a rank there that never posted
+    // its side would otherwise wait for ever.
+    if (net != netComms_.end()) {
+      net->second.notified = true;
+      multiNode_.executor->abortComm(net->second.identity, why);
+    }
   } else {
+    // Only the transport says a daemon went away; a notice comes from one that is alive.
     why = Status{status.code(), "the daemon of ranks " + ranks + ": " + status.message()};
     if (status.code() == Code::Unavailable) peerLost(*comm, run.node);
   }
   spdlog::warn("communicator {:x}: {}", comm->id(), why.message());
   comm->fail(why);
   // That daemon went away or fell silent: what runs with it may never end (a send into a stopped
-  // peer). Other failures end running ops through the ops themselves (their failure notices, and
-  // the stray traffic the aborting daemon drains), so ops that were about to finish still do.
+  // peer), so its callers hear the failure now. After a notice our ops end through their aborts
+  // (above), each with the words of an op's own notice where one came first.
   if (!status.isOk()) releaseRuns(comm);
   progress(comm);
 }
@@ -498,7 +508,7 @@ void Engine::notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net
   // First stop this communicator's inter-node work (running ops tell the daemons they exchange
   // with), then tell every other daemon, whatever it is doing.
   multiNode_.executor->abortComm(net.identity, comm->failure());
-  const std::vector<uint8_t> notice = encodeFailureNotice(comm->failure().message());
+  const std::vector<uint8_t> notice = encodeFailureNotice(comm->failure());
   sendNotices(comm, net, [&](uint32_t) { return notice; });
 }
 

@@ -6,6 +6,8 @@
 namespace hc::session {
 namespace {
 
+constexpr size_t kFailureCodeAt = 4;
+constexpr size_t kFailureTextAt = 8;
 constexpr size_t kCountsAt = 8;
 constexpr size_t kCountBytes = 16;
 constexpr size_t kMaxCounts = (kNoticeBytes - kCountsAt) / kCountBytes;
@@ -19,10 +21,14 @@ static_assert(sizeof(WireCount) == kCountBytes);
 
 }  // namespace
 
-std::vector<uint8_t> encodeFailureNotice(const std::string& text) {
+std::vector<uint8_t> encodeFailureNotice(const Status& failure) {
   std::vector<uint8_t> notice(kNoticeBytes, 0);
   notice[0] = kNoticeFailure;
-  std::memcpy(notice.data() + 1, text.data(), std::min(text.size(), kNoticeBytes - 2));
+  const auto code = static_cast<int32_t>(failure.code());
+  std::memcpy(notice.data() + kFailureCodeAt, &code, sizeof(code));
+  const std::string& text = failure.message();
+  std::memcpy(notice.data() + kFailureTextAt, text.data(),
+              std::min(text.size(), kNoticeBytes - kFailureTextAt - 1));
   return notice;
 }
 
@@ -45,9 +51,17 @@ uint8_t noticeKind(const std::vector<uint8_t>& notice) {
 }
 
 std::string failureText(const std::vector<uint8_t>& notice) {
-  if (notice.size() < 2) return "";
-  const auto* text = reinterpret_cast<const char*>(notice.data() + 1);
-  return std::string(text, strnlen(text, notice.size() - 2));
+  if (notice.size() <= kFailureTextAt) return "";
+  const auto* text = reinterpret_cast<const char*>(notice.data() + kFailureTextAt);
+  return std::string(text, strnlen(text, notice.size() - kFailureTextAt - 1));
+}
+
+Code failureCode(const std::vector<uint8_t>& notice) {
+  int32_t code = 0;
+  if (notice.size() >= kFailureCodeAt + sizeof(code)) {
+    std::memcpy(&code, notice.data() + kFailureCodeAt, sizeof(code));
+  }
+  return code == static_cast<int32_t>(Code::Unavailable) ? Code::Unavailable : Code::RemoteError;
 }
 
 Result<Goodbye> decodeGoodbye(const std::vector<uint8_t>& notice,

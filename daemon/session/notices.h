@@ -6,7 +6,8 @@
 //
 // A notice is kNoticeBytes long, always (a transfer's two ends agree on its length), so the
 // watch that receives it is one posted receive per daemon. Byte 0 says what it is:
-//   'F'  failure: text from byte 1, NUL-terminated (cut to fit);
+//   'F'  failure: bytes 4..7 the failure's Status code (i32), text from byte 8, NUL-terminated
+//        (cut to fit);
 //   'B'  goodbye: byte 1 = 1 when every count fits, bytes 4..7 the number of counts (u32),
 //        then the counts from byte 8, 16 bytes each (src u32, dst u32, sends u64). A goodbye
 //        too long for one notice lists what fits; the ranks here then treat the senders of
@@ -29,13 +30,17 @@ constexpr size_t kNoticeBytes = 2048;
 constexpr uint8_t kNoticeFailure = 'F';
 constexpr uint8_t kNoticeGoodbye = 'B';
 
-std::vector<uint8_t> encodeFailureNotice(const std::string& text);
+std::vector<uint8_t> encodeFailureNotice(const Status& failure);
 std::vector<uint8_t> encodeGoodbye(const std::vector<Communicator::SentCount>& counts);
 
 // Byte 0 of a received notice; 0 when it is shorter than a notice.
 uint8_t noticeKind(const std::vector<uint8_t>& notice);
-// A failure notice's text (at most kNoticeBytes - 2 bytes, whatever the sender wrote).
+// A failure notice's text (at most kNoticeBytes - 9 bytes, whatever the sender wrote).
 std::string failureText(const std::vector<uint8_t>& notice);
+// The code of the failure a notice reports, as this daemon takes it: Unavailable (a party went
+// away: a rank's client died or aborted) stays so; anything else, or a code this daemon does not
+// know, was that daemon's own failure, a RemoteError here.
+Code failureCode(const std::vector<uint8_t>& notice);
 
 struct Goodbye {
   std::vector<Communicator::SentCount> counts;

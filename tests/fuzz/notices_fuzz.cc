@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A watch receives exactly kNoticeBytes; the text must fit in them whatever the sender wrote.
   const std::string text = failureText(input->notice);
   if (input->notice.size() <= kNoticeBytes) {
-    require(text.size() <= kNoticeBytes - 2, "a failure text longer than a notice holds");
+    require(text.size() <= kNoticeBytes - 9, "a failure text longer than a notice holds");
   }
   auto goodbye = decodeGoodbye(input->notice, input->senders, input->local);
   if (!goodbye.isOk()) return 0;

@@ -158,7 +158,7 @@ void noticeSeeds(std::vector<Seed>* seeds) {
     requireValid(ok, seed, "refused");
     seeds->push_back(std::move(seed));
   };
-  add("failure", encodeFailureNotice("rank 2: a peer daemon failed"));
+  add("failure", encodeFailureNotice(unavailable("rank 2: a peer daemon failed")));
   add("goodbye", encodeGoodbye({{0, 1, 3}, {2, 3, 1ull << 40}}));
   add("goodbye_empty", encodeGoodbye({}));
   add("goodbye_incomplete",

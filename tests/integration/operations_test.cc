@@ -7,13 +7,15 @@
 //     passes, with PyTorch's field names, and again when the job is killed;
 //   - /metrics parses and counts the collectives that ran;
 //   - when daemon 1 dies, daemon 0 dumps the record again and reports the peer down (Peers
-//     health NOT_SERVING, hetero_comm_peer_up 0).
+//     health NOT_SERVING, hetero_comm_peer_up 0);
+// and that a client which aborts its communicator is not its daemon going away.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <thread>
 
@@ -237,6 +239,52 @@ TEST_F(StuckJobTest, TraceCommsClientsDumpsAndMetricsNameTheRankThatStopped) {
   EXPECT_EQ(peersExit, 4) << cluster_->logTails();
   EXPECT_EQ(metricSample(scrapeMetrics(port), "hetero_comm_peer_up{peer=\"" + peerOne + "\"}"), 0);
   EXPECT_EQ(hcctl({"--socket", admin(0), "health"}, dir_).exitCode, 0) << "the daemon itself serves";
+}
+
+// A rank aborts a communicator that spans two daemons while the other waits on it: the waiting
+// rank's operation fails, and its daemon keeps counting the aborting rank's daemon up (Peers
+// health SERVING, no hetero_comm_peer_up sample at 0): the abort's failure notices come from a
+// daemon that is alive, which only a transport failure may say otherwise of.
+TEST(PeerHealthTest, AClientThatAbortsLeavesItsDaemonUpForTheOthers) {
+  const std::string dir = test::makeTempDir("hc-ops-abort");
+  ASSERT_FALSE(dir.empty());
+  ClusterOptions options;
+  options.daemonArgs = {"--set", "metrics.listen=127.0.0.1:0"};
+  std::string error;
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  const std::string goFile = dir + "/go";
+  // Rank 1 never posts; it aborts once the go file appears, while rank 0 waits in a group of
+  // transfers with it.
+  auto job = ClusterJob::start(*cluster, "abort", {0, 1},
+                               {"--mode", "abort", "--phase", "group", "--go-file", goFile,
+                                "--aborter", "1", "--watchdog", "30"},
+                               &error);
+  ASSERT_NE(job, nullptr) << error;
+  ASSERT_TRUE(job->proc(0).waitForOutput("posted", seconds(20))) << job->report();
+  ASSERT_TRUE(job->proc(1).waitForOutput("idle", seconds(20))) << job->report();
+  std::this_thread::sleep_for(milliseconds(300));
+  std::ofstream(goFile).put('\n');
+  ASSERT_TRUE(job->proc(1).waitForOutput("aborted status=0", seconds(10))) << job->report();
+  ASSERT_TRUE(job->proc(0).waitForOutput("result status=", seconds(10)))
+      << job->report() << cluster->logTails();
+  ASSERT_TRUE(job->waitAll(seconds(20))) << job->report();
+
+  const std::string admin = cluster->daemon(0).dir() + "/run/hetero-commd-admin.sock";
+  HcctlRun peers = hcctl({"--socket", admin, "health", "--service", "hetero_comm.v1.Peers"}, dir);
+  EXPECT_EQ(peers.exitCode, 0) << peers.output << cluster->logTails();
+  const int port = loggedPort(cluster->daemon(0), "metrics listening on http://127.0.0.1:");
+  ASSERT_NE(port, 0) << cluster->daemon(0).logTail();
+  std::istringstream metrics(scrapeMetrics(port));
+  int samples = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    if (line.rfind("hetero_comm_peer_up{", 0) != 0) continue;
+    ++samples;
+    EXPECT_EQ(line.substr(line.rfind(' ') + 1), "1") << line;
+  }
+  EXPECT_GT(samples, 0) << "daemon 0 names no peer";
+  cluster.reset();
+  test::removeTempDir(dir);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 //   progress()  tests this op's own requests, reduces or forwards what arrived, posts more;
 //               it never calls Transport::progress(): driving the transport is the owner's job
 //               (the progress thread alternates transport->progress() and op->progress());
-//   abort(why)  makes the op stop: progress() then reports `why`.
+//   abort(why)  makes the op stop: progress() then reports `why` (or a notice that came first).
 // A failure anywhere (a peer reported Unavailable, a message of the wrong size, abort()) cancels
 // the op's pending requests and sends a failure notice to every node this op exchanges with, so
 // that a node waiting on us fails too instead of waiting forever; progress() reports the failure
@@ -157,6 +157,11 @@ struct NetOpSpec {
   // that much longer). A multiple of options.chunkBytes. The owner keeps a lap from overwriting
   // bytes still in use, through sendReady and onSent, or recvReady and onLanded.
   size_t ringBytes = 0;
+  // false: the op neither listens for nor sends failure notices (schedule_runner.h), for the
+  // owner's own single transfers whose failure the owner reports itself (a communicator's
+  // notices and their watches: a notice of theirs would speak for the communicator, which the
+  // owner's own notice does, and for a transfer that no peer waits on as an op).
+  bool failureNotices = true;
   NetOpOptions options;
 };
 
@@ -176,8 +181,8 @@ class NetOp {
   // went away or the op was aborted, here or on a node it exchanges with; RemoteError when a node
   // disagreed or failed otherwise) and every request is final. Once final, repeats the outcome.
   [[nodiscard]] virtual Result<bool> progress() = 0;
-  // Non-blocking. Stops the op: progress() then reports `why` (which must not be Ok) as soon as
-  // every pending request is final. No effect on an op that already finished. The owner may call
+  // Non-blocking. Stops the op: progress() then reports `why` (which must not be Ok), or the
+  // failure of a node whose notice had already arrived, as soon as every pending request is final. No effect on an op that already finished. The owner may call
   // it from the Transport's peer-failure handler (same thread) for ops that involve that node.
   virtual void abort(Status why) = 0;
 

@@ -63,7 +63,7 @@ ScheduleRunner::ScheduleRunner(const NetOpSpec& spec, Schedule schedule)
     if (step.sendsPreviousResult) HC_CHECK(s > 0 && recvChunks_[s - 1] == sendChunks_[s]);
   }
   linked[self_] = false;
-  for (size_t node = 0; node < linked.size(); ++node) {
+  for (size_t node = 0; node < linked.size() && spec.failureNotices; ++node) {
     if (linked[node]) linkedNodes_.push_back(static_cast<int>(node));
   }
   noticeInboxes_.assign(linkedNodes_.size(), OpNotice{});
@@ -171,7 +171,10 @@ void ScheduleRunner::abort(Status why) {
     outcome_ = std::move(why);
     phase_ = Phase::Finished;
   } else if (phase_ == Phase::Running) {
-    fail(std::move(why));
+    // A node's failure notice already here is the earlier failure, and the one with the words:
+    // the owner often aborts because that node's communicator failed, which it hears after.
+    Status heard = testWatches();
+    fail(heard.isOk() ? std::move(why) : std::move(heard));
   }
 }
 

@@ -5,12 +5,13 @@
 //
 // Failure notices. At start() the runner posts one small receive per node it exchanges with,
 // tagged as a notice (net_tags.h). A node whose op fails sends each of them its Status code
-// and words there (op_notice.h; one that fails because of a notice passes that one on), so a failure spreads along the op's links (a ring passes it on node by node) and every
-// node waiting on the failed one fails within a bounded number of progress rounds, instead of
-// waiting for data that will never come. When the op succeeds it cancels these receives, which
-// costs one more transport->progress() round. A notice sent to a node that already finished the
-// op stays in that node's unexpected queue until the communicator's identity is retired there,
-// when the executor drops it as stale (comm_identities.h).
+// and words there (op_notice.h; one that fails because of a notice passes that one on), so a
+// failure spreads along the op's links (a ring passes it on node by node) and every node waiting on
+// the failed one fails within a bounded number of progress rounds, instead of waiting for data that
+// will never come. When the op succeeds it cancels these receives, which costs one more
+// transport->progress() round. A notice sent to a node that already finished the op stays in that
+// node's unexpected queue until the communicator's identity is retired there, when the executor
+// drops it as stale (comm_identities.h).
 #pragma once
 
 #include <cstddef>
@@ -144,7 +145,7 @@ class ScheduleRunner final : public NetOp {
   size_t slotBytes_ = 0;
   std::vector<int> freeSlots_;
 
-  std::vector<int> linkedNodes_;        // every node this op exchanges with
+  std::vector<int> linkedNodes_;         // every node this op exchanges with; none without notices
   std::vector<OpNotice> noticeInboxes_;  // per linked node: its notice lands here
   std::vector<Watch> watches_;           // notice receives still pending
   int noticeFrom_ = -1;                  // the link whose notice failed the op, when one did

@@ -60,8 +60,22 @@ TEST(NoticesTest, ShortOrUnterminatedNoticesDecodeSafely) {
   EXPECT_FALSE(decodeGoodbye(std::vector<uint8_t>(10, 'B'), kSenders, kLocal).isOk());
   std::vector<uint8_t> full(kNoticeBytes, 'x');
   full[0] = kNoticeFailure;
-  EXPECT_EQ(failureText(full).size(), kNoticeBytes - 2);
-  EXPECT_EQ(failureText(encodeFailureNotice("rank 3 aborted")), "rank 3 aborted");
+  EXPECT_EQ(failureText(full).size(), kNoticeBytes - 9);
+  EXPECT_EQ(failureCode(full), Code::RemoteError) << "a code nobody sent is the sender's failure";
+}
+
+// A failure notice keeps its words and says whether a party went away (a rank's client died or
+// aborted: Unavailable on every daemon) or the sending daemon failed otherwise (RemoteError).
+TEST(NoticesTest, AFailureNoticeCarriesItsWordsAndWhetherAPartyWentAway) {
+  const auto gone = encodeFailureNotice(unavailable("rank 3 aborted the communicator"));
+  EXPECT_EQ(noticeKind(gone), kNoticeFailure);
+  EXPECT_EQ(failureText(gone), "rank 3 aborted the communicator");
+  EXPECT_EQ(failureCode(gone), Code::Unavailable);
+  const auto mismatch = encodeFailureNotice(invalidArgument("op 1 mismatch, int32 vs float32"));
+  EXPECT_EQ(failureText(mismatch), "op 1 mismatch, int32 vs float32");
+  EXPECT_EQ(failureCode(mismatch), Code::RemoteError);
+  const auto longText = encodeFailureNotice(Status(Code::Timeout, std::string(5000, 'y')));
+  EXPECT_EQ(failureText(longText).size(), kNoticeBytes - 9);
 }
 
 }  // namespace
