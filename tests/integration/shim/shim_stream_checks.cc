@@ -396,8 +396,8 @@ void checkCapture(Rank& r, Buffers& buffers) {
 }  // namespace
 
 void runOrderingChecks(Rank& r) {
-  // The daemon maps the fake CUDA driver's device memory; the fake HIP runtime's it cannot, so
-  // the HIP rank's operations take host buffers on its streams (ordered all the same).
+  // Where the daemon maps the rank's device memory, the operations take it as buffers; where it
+  // cannot, host buffers on the same streams, ordered all the same.
   const bool device = r.gpu->daemonMapsDeviceMemory();
   const Mem deviceOrHost = device ? Mem::Device : Mem::Host;
   Buffers buffers(r);

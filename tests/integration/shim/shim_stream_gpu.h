@@ -33,9 +33,9 @@ class FakeGpu {
   virtual ~FakeGpu() = default;
 
   virtual const char* runtime() const = 0;  // "cuda" or "hip"
-  // Whether the daemon can map this runtime's device memory (the fake CUDA driver's IPC handles
-  // name a memfd the daemon opens through /proc; the fake HIP runtime's do not, and no daemon
-  // loads a HIP fake), so that operations may take it as buffers.
+  // Whether the daemon can map this runtime's device memory, so that operations may take it as
+  // buffers. Both fakes' IPC handles name a memfd that the rank's daemon, given the matching
+  // daemon-side fake as its runtime, opens through /proc; VMM allocations travel as their fd.
   virtual bool daemonMapsDeviceMemory() const = 0;
 
   // A stream as the framework makes one; null with *error on failure.

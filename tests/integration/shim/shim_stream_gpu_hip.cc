@@ -1,10 +1,9 @@
 // FakeGpu over the fake HIP runtime (tests/unit/daemon/device/hip, HC_FAKE_HIP_CLIENT_PATH), for
 // the librccl.so.1 build of the stream-check rank. Its SONAME is libamdhip64.so.5, so the client's
 // dlopen(RTLD_NOLOAD) finds it once loaded. HIP's C ABI is declared here, as the client declares
-// it, so this builds without HIP headers. No daemon loads a HIP fake, so the daemon cannot map
-// this runtime's device memory: operations of this rank take host buffers on HIP streams, and
-// hipMalloc memory serves as a pre-multiplied sum's scalar, which the client copies in stream
-// order and the daemon never maps.
+// it, so this builds without HIP headers. The rank's daemon loads the daemon-side fake HIP runtime
+// (hc_fake_hip_daemon), which maps this runtime's device memory: hipMalloc memory by the legacy
+// IPC handle that names its memfd, VMM allocations by their exported fd.
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -17,7 +16,12 @@ namespace hc::shim_stream {
 namespace {
 
 constexpr int kHipSuccess = 0;
-constexpr int kHipMemoryTypeDevice = 1;  // hipMemoryTypeDevice of HIP 5.x (the fake's headers)
+constexpr int kHipMemoryTypeDevice = 1;   // hipMemoryTypeDevice of HIP 5.x (the fake's headers)
+constexpr int kMemHandleTypePosixFd = 1;  // hipMemHandleTypePosixFileDescriptor
+constexpr uint64_t kFirstVmmBufferId = 0x5EED0000;  // apart from hipMalloc's ids (1 << 40 on)
+// hipMemCreate takes sizes in multiples of the allocation granularity (2 MiB on AMD GPUs), and the
+// daemon maps whole granules: a VMM allocation is never a buffer's exact size.
+constexpr size_t kVmmGranularity = size_t{2} << 20;
 
 // hipPointerAttribute_t of HIP 5.x.
 struct HipPointerAttributes {
@@ -40,16 +44,17 @@ class HipFake final : public FakeGpu {
       *error = std::string("cannot load the fake HIP runtime: ") + (why ? why : "?");
       return false;
     }
-    bool ok = find("hipSetDevice", &setDevice_) &&
-              find("hipStreamCreateWithFlags", &streamCreate_) &&
-              find("hipStreamDestroy", &streamDestroy_) &&
-              find("hipStreamSynchronize", &streamSynchronize_) &&
-              find("hipPointerGetAttributes", &pointerGetAttributes_) &&
-              find("hipMemGetAddressRange", &memGetAddressRange_) &&
-              find("hcFakeHipEnqueueKernel", &enqueueKernel_) &&
-              find("hcFakeHipSetCapturing", &setCapturing_) &&
-              find("hcFakeHipStreamName", &streamName_) && find("hcFakeHipCopyLog", &copyLog_) &&
-              find("hcFakeHipLogNote", &logNote_);
+    bool ok =
+        find("hipSetDevice", &setDevice_) && find("hipStreamCreateWithFlags", &streamCreate_) &&
+        find("hipStreamDestroy", &streamDestroy_) &&
+        find("hipStreamSynchronize", &streamSynchronize_) &&
+        find("hipPointerGetAttributes", &pointerGetAttributes_) &&
+        find("hipMemGetAddressRange", &memGetAddressRange_) &&
+        find("hcFakeHipEnqueueKernel", &enqueueKernel_) &&
+        find("hcFakeHipSetCapturing", &setCapturing_) &&
+        find("hcFakeHipStreamName", &streamName_) && find("hcFakeHipCopyLog", &copyLog_) &&
+        find("hcFakeHipLogNote", &logNote_) && find("hcFakeHipCreateVmmAllocation", &createVmm_) &&
+        find("hcFakeHipRemoveDeviceAllocation", &removeAllocation_);
     if (!ok) {
       *error = "the fake HIP runtime lacks an entry point";
       return false;
@@ -63,7 +68,7 @@ class HipFake final : public FakeGpu {
   }
 
   const char* runtime() const override { return "hip"; }
-  bool daemonMapsDeviceMemory() const override { return false; }
+  bool daemonMapsDeviceMemory() const override { return true; }
 
   void* newStream(std::string* error) override {
     void* stream = nullptr;
@@ -102,8 +107,11 @@ class HipFake final : public FakeGpu {
     *bytes = size;
     return true;
   }
-  void* newVmmAllocation(size_t) override { return nullptr; }
-  void freeVmmAllocation(void*) override {}
+  void* newVmmAllocation(size_t bytes) override {
+    const size_t granules = (bytes + kVmmGranularity - 1) / kVmmGranularity;
+    return createVmm_(granules * kVmmGranularity, 0, nextVmmId_++, kMemHandleTypePosixFd);
+  }
+  void freeVmmAllocation(void* base) override { removeAllocation_(base); }
 
  private:
   template <typename Fn>
@@ -124,6 +132,9 @@ class HipFake final : public FakeGpu {
   int (*streamName_)(void*, char*, size_t) = nullptr;
   size_t (*copyLog_)(char*, size_t) = nullptr;
   uint64_t (*logNote_)(const char*) = nullptr;
+  void* (*createVmm_)(uint64_t, int, uint64_t, int) = nullptr;
+  void (*removeAllocation_)(const void*) = nullptr;
+  uint64_t nextVmmId_ = kFirstVmmBufferId;
 };
 
 }  // namespace

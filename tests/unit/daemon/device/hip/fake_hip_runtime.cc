@@ -1,13 +1,16 @@
 #include "tests/unit/daemon/device/hip/fake_hip_runtime.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "daemon/device/kernels/reduce_math.h"
+#include "tests/unit/daemon/device/hip/fake_hip_ipc.h"
 
 namespace hc::device::testing {
 namespace {
@@ -53,27 +56,70 @@ hipError_t memGetInfo(size_t* freeBytes, size_t* total) {
   *total = size_t{64} << 30;
   return hipSuccess;
 }
+// The names of the errors the fakes return, so that a daemon's log names them as with the runtime.
 const char* errorName(hipError_t error) {
   switch (error) {
     case hipErrorNoBinaryForGpu:
       return "hipErrorNoBinaryForGpu";
     case hipErrorLaunchFailure:
       return "hipErrorLaunchFailure";
+    case hipErrorInvalidValue:
+      return "hipErrorInvalidValue";
+    case hipErrorInvalidHandle:
+      return "hipErrorInvalidHandle";
+    case hipErrorInvalidDevice:
+      return "hipErrorInvalidDevice";
+    case hipErrorInvalidImage:
+      return "hipErrorInvalidImage";
+    case hipErrorOutOfMemory:
+      return "hipErrorOutOfMemory";
+    case hipErrorNotInitialized:
+      return "hipErrorNotInitialized";
+    case hipErrorNotFound:
+      return "hipErrorNotFound";
     default:
       return "hipErrorUnknown";
   }
 }
 
-hipError_t ipcOpen(void** ptr, hipIpcMemHandle_t, unsigned flags) {
+// A handle of another process's hipMalloc memory names its memfd: mapped here through /proc.
+hipError_t ipcOpen(void** ptr, hipIpcMemHandle_t handle, unsigned flags) {
   g_state->ipcOpenFlags.push_back(flags);
-  *ptr = g_state->ipcPointer;
+  const fake_hip::IpcHandle named = fake_hip::readIpcHandle(handle.reserved);
+  if (named.magic != fake_hip::kIpcMagic) {
+    *ptr = g_state->ipcPointer;
+    return hipSuccess;
+  }
+  if (named.bytes == 0) return hipErrorInvalidValue;
+  const std::string path = "/proc/" + std::to_string(named.pid) + "/fd/" + std::to_string(named.fd);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return hipErrorInvalidHandle;
+  void* at = ::mmap(nullptr, named.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (at == MAP_FAILED) return hipErrorOutOfMemory;
+  g_state->ipcMapped[at] = named.bytes;
+  *ptr = at;
   return hipSuccess;
 }
 hipError_t ipcClose(void* ptr) {
   g_state->ipcClosed.push_back(ptr);
+  auto mapped = g_state->ipcMapped.find(ptr);
+  if (mapped != g_state->ipcMapped.end()) {
+    ::munmap(ptr, mapped->second);
+    g_state->ipcMapped.erase(mapped);
+  }
   return hipSuccess;
 }
-hipError_t addressRange(hipDeviceptr_t* base, size_t* bytes, hipDeviceptr_t) {
+hipError_t addressRange(hipDeviceptr_t* base, size_t* bytes, hipDeviceptr_t ptr) {
+  const auto at = reinterpret_cast<uintptr_t>(ptr);
+  for (const auto& [start, size] : g_state->ipcMapped) {
+    const auto begin = reinterpret_cast<uintptr_t>(start);
+    if (at >= begin && at - begin < size) {
+      *base = start;
+      *bytes = size;
+      return hipSuccess;
+    }
+  }
   *base = g_state->rangeBase;
   *bytes = g_state->rangeBytes;
   return hipSuccess;

@@ -5,13 +5,20 @@
 //
 // Kernel launches run at once on the calling thread: the fake decodes the ReduceArgs the device
 // passed and applies the shared kernels' element math (reduce_math.h, compiled for the host).
-// "Device" pointers are host pointers; copies are memcpy. A VMM fd is any file (a memfd in the
-// tests): importing it duplicates the fd, hipMemMap maps it shared into the range
-// hipMemAddressReserve reserved, and hipMemSetAccess makes it readable and writable.
+// "Device" pointers are host pointers; copies are memcpy. A legacy IPC handle in the form of
+// fake_hip_ipc.h that names a memfd ({pid, fd}, as the client-side fake hands out for hipMalloc
+// memory) is mapped through /proc/<pid>/fd/<fd>; any other handle opens as `ipcPointer`. A VMM fd
+// is any file (a memfd in the tests): importing it duplicates the fd, hipMemMap maps it shared
+// into the range hipMemAddressReserve reserved, and hipMemSetAccess makes it readable and
+// writable.
+//
+// The same fakes, behind the runtime's exported names, are the HIP runtime a daemon loads in the
+// integration tests (fake_libamdhip64.cc). Not thread-safe: that library serializes its calls.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,8 +38,8 @@ struct FakeHipState {
   size_t freeBytes = size_t{48} << 30;
   size_t moduleBytes = size_t{2} << 20;  // what loading the module takes from freeBytes
   int multiprocessors = 104;
-  // hipIpcOpenMemHandle returns `ipcPointer`; hipMemGetAddressRange reports [rangeBase,
-  // rangeBase + rangeBytes) for it.
+  // hipIpcOpenMemHandle returns `ipcPointer` for a handle that names no memfd;
+  // hipMemGetAddressRange reports [rangeBase, rangeBase + rangeBytes) for it.
   void* ipcPointer = nullptr;
   void* rangeBase = nullptr;
   size_t rangeBytes = 0;
@@ -44,6 +51,7 @@ struct FakeHipState {
   std::vector<int> accessDevices;  // hipMemSetAccess: the device each call granted
   std::vector<unsigned> ipcOpenFlags;
   std::vector<void*> ipcClosed;
+  std::map<void*, size_t> ipcMapped;  // memfd handles opened and not yet closed: address -> bytes
   std::vector<std::string> functionsLookedUp;
   std::vector<kernels::ReduceArgs> launches;
   std::vector<unsigned> launchBlocks;

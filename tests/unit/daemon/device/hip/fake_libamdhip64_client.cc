@@ -5,9 +5,13 @@
 // of the ABI is checked against the headers' (attribute numbers, hipPointerAttribute_t, the
 // memory type values of 5.x), not against itself. It is no GPU and proves nothing about one.
 //
-// - "Device allocations" are host memory the test declares (hcFakeHipAddDeviceAllocation), or VMM
-//   allocations the fake makes (hcFakeHipCreateVmmAllocation: a memfd mapped shared, as
-//   hipMemCreate + hipMemMap would; exporting it hands out a duplicate of the memfd).
+// - "Device allocations" are host memory the test declares (hcFakeHipAddDeviceAllocation),
+//   hipMalloc memory (a memfd mapped shared) or VMM allocations the fake makes
+//   (hcFakeHipCreateVmmAllocation: a memfd mapped shared, as hipMemCreate + hipMemMap would;
+//   exporting it hands out a duplicate of the memfd).
+// - A legacy IPC handle is fake_hip_ipc.h's: the address and size, and for hipMalloc memory
+//   {pid, memfd}, which the daemon's fake HIP runtime opens through /proc, so that a daemon maps
+//   this memory as it would a GPU allocation.
 // - Failed calls set the thread's last error, as the runtime does; hipGetLastError clears it.
 // - hipIpcGetMemHandle and the VMM export work through the current device, which must be the
 //   allocation's; hipIpcGetMemHandle refuses VMM memory, hipMemRetainAllocationHandle takes
@@ -32,12 +36,13 @@
 #include <vector>
 
 #include "tests/unit/daemon/device/fake_streams.h"
+#include "tests/unit/daemon/device/hip/fake_hip_ipc.h"
 #include "tests/unit/daemon/device/memfd_allocation.h"
 
 namespace {
 
-constexpr int kDevices = 2;
-constexpr int kRuntimeVersion = 50'200'000;  // HIP 5.2, matching the headers compiled against
+using hc::device::fake_hip::kDevices;
+using hc::device::fake_hip::kRuntimeVersion;
 
 struct Allocation {
   size_t bytes = 0;
@@ -193,7 +198,8 @@ hipError_t hipSetDevice(int device) {
 
 hipError_t hipDeviceGetAttribute(int* value, hipDeviceAttribute_t attribute, int device) {
   if (device < 0 || device >= kDevices) return fail(hipErrorInvalidDevice);
-  std::vector<int> address = {0, 0xC1 + device, 0};  // 0000:c1:00.0, 0000:c2:00.0
+  // 0000:c1:00.0, 0000:c2:00.0, where the daemon's fake puts them too.
+  std::vector<int> address = {0, hc::device::fake_hip::kFirstPciBus + device, 0};
   std::lock_guard<std::mutex> lock(state().mutex);
   if (auto it = state().pci.find(device); it != state().pci.end()) address = it->second;
   switch (attribute) {
@@ -251,10 +257,16 @@ hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t* handle, void* ptr) {
     return fail(hipErrorInvalidValue);
   }
   if (it->second.device != currentDevice) return fail(hipErrorInvalidDevice);
-  std::memset(handle->reserved, 0, sizeof(handle->reserved));
-  const uint64_t bytes = it->second.bytes;
-  std::memcpy(handle->reserved, &ptr, sizeof(ptr));
-  std::memcpy(handle->reserved + 8, &bytes, sizeof(bytes));
+  static_assert(sizeof(handle->reserved) == hc::device::fake_hip::kIpcHandleBytes);
+  hc::device::fake_hip::IpcHandle out;
+  out.address = reinterpret_cast<uintptr_t>(ptr);
+  out.bytes = it->second.bytes;
+  if (it->second.backing != nullptr) {
+    out.magic = hc::device::fake_hip::kIpcMagic;
+    out.pid = static_cast<uint64_t>(getpid());
+    out.fd = static_cast<uint64_t>(it->second.backing->fd());
+  }
+  hc::device::fake_hip::writeIpcHandle(out, handle->reserved);
   return hipSuccess;
 }
 

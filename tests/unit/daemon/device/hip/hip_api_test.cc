@@ -1,6 +1,7 @@
-// HipApi's symbol table against a real HIP runtime (Debian's libamdhip64.so.5): every entry point
-// the backend calls resolves, and loading it picks the 5.x values of the constants HIP 6.0
-// renumbered. No HIP function that needs a GPU is called.
+// HipApi's symbol table against a real HIP runtime (Debian's libamdhip64.so.5) and the fake one a
+// daemon loads in the integration tests: every entry point the backend calls resolves, and loading
+// the real one picks the 5.x values of the constants HIP 6.0 renumbered. No HIP function that
+// needs a GPU is called.
 #include "daemon/device/hip/hip_api.h"
 
 #include <dlfcn.h>
@@ -62,6 +63,16 @@ TEST(HipApiTest, EverySymbolResolvesInDebianRuntime) {
   std::string list;
   for (const std::string& name : missing.value()) list += name + " ";
   EXPECT_TRUE(missing.value().empty()) << "missing from " << kDebianHipLibrary << ": " << list;
+}
+
+// The fake runtime the integration tests give a daemon (fake_libamdhip64.cc) has them all too, the
+// optional VMM ones included, so that it stands in for the real one without a gap.
+TEST(HipApiTest, EverySymbolResolvesInTheDaemonsFakeRuntime) {
+  Result<std::vector<std::string>> missing = missingHipSymbols(HC_FAKE_HIP_DAEMON_PATH);
+  ASSERT_TRUE(missing.isOk()) << missing.status().toString();
+  std::string list;
+  for (const std::string& name : missing.value()) list += name + " ";
+  EXPECT_TRUE(missing.value().empty()) << "missing from the fake: " << list;
 }
 
 // The check itself can fail: a library that is not HIP lacks every entry point.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/device/hip/hip_kernel_image.h"
+#include "tests/unit/daemon/device/hip/fake_hip_ipc.h"
 #include "tests/unit/daemon/device/hip/fake_hip_runtime.h"
 #include "tests/unit/daemon/device/memfd_allocation.h"
 
@@ -131,6 +132,42 @@ TEST_F(HipDeviceTest, ImportRefusesOtherHandleForms) {
 }
 
 using testing::MemfdAllocation;  // a VMM allocation as its exporter holds it
+
+// A legacy IPC handle that names a memfd, as the client-side fake hands out for hipMalloc memory
+// (fake_hip_ipc.h): the fake maps it through /proc, here this process's own.
+TEST_F(HipDeviceTest, LegacyIpcHandleOfAMemfdMapsTheSameMemoryUntilReleased) {
+  const size_t bytes = 2 * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  MemfdAllocation allocation(bytes);
+  ASSERT_NE(allocation.view(), nullptr);
+  for (size_t i = 0; i < bytes; ++i) allocation.view()[i] = static_cast<uint8_t>(i * 7 + 2);
+  fake_hip::IpcHandle named;
+  named.address = reinterpret_cast<uintptr_t>(allocation.view());
+  named.bytes = bytes;
+  named.magic = fake_hip::kIpcMagic;
+  named.pid = static_cast<uint64_t>(::getpid());
+  named.fd = static_cast<uint64_t>(allocation.fd());
+  BufferHandle handle = hipHandle(bytes);
+  fake_hip::writeIpcHandle(named, handle.bytes.data());
+  auto device = open(kSomeImage);
+  ASSERT_NE(device, nullptr);
+
+  BufferHandle tooLarge = handle;
+  tooLarge.size = bytes + 1;
+  EXPECT_EQ(device->importBuffer(tooLarge).status().code(), Code::InvalidArgument);
+  EXPECT_TRUE(runtime_.state().ipcMapped.empty()) << "a refused mapping must be closed again";
+  Result<ImportedBuffer> imported = device->importBuffer(handle);
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  auto* mapped = static_cast<uint8_t*>(imported->ptr);
+  EXPECT_NE(mapped, allocation.view()) << "a mapping of its own, as in another process";
+  EXPECT_EQ(std::memcmp(mapped, allocation.view(), bytes), 0);
+  mapped[bytes - 1] = 0x3d;
+  EXPECT_EQ(allocation.view()[bytes - 1], 0x3d);
+  EXPECT_EQ(runtime_.state().ipcMapped.size(), 1u);
+
+  ImportedBuffer buffer = *imported;
+  ASSERT_TRUE(device->releaseBuffer(buffer).isOk());
+  EXPECT_TRUE(runtime_.state().ipcMapped.empty()) << "closing the handle unmaps it";
+}
 
 BufferHandle vmmHandle(int fd, uint64_t size) {
   BufferHandle handle;

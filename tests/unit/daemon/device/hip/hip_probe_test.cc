@@ -30,7 +30,8 @@ struct ProbeOutcome {
 };
 
 // Runs probeHipDevices(options) in a child process. The child writes "<available> <code>
-// <message>" to a pipe; the parent waits at most kDeadline.
+// <message>" to a pipe, where an available probe's message is "<model> (<PCI bus id>)" of each
+// device with its reductions' path, joined by "; "; the parent waits at most kDeadline.
 ProbeOutcome probeInChild(const HipProbeOptions& options) {
   int fds[2];
   if (::pipe(fds) != 0) return {false, "pipe failed"};
@@ -41,8 +42,12 @@ ProbeOutcome probeInChild(const HipProbeOptions& options) {
     Result<HipProbeResult> probed = probeHipDevices(options);
     std::string line;
     if (probed.isOk()) {
-      line =
-          "1 0 " + (probed.value().devices.empty() ? "" : probed.value().devices[0]->info().model);
+      line = "1 0 ";
+      for (const auto& device : probed.value().devices) {
+        if (line.size() > 4) line += "; ";
+        line += device->info().model + " (" + device->info().pciBusId + ") " +
+                (device->capabilities().reduceKernels ? "kernels" : "staged");
+      }
     } else {
       line = "0 " + std::to_string(static_cast<int>(probed.status().code())) + " " +
              probed.status().message();
@@ -125,6 +130,19 @@ TEST(HipProbeTest, LibraryWithoutHipSymbolsIsRejectedByName) {
   ASSERT_FALSE(outcome.available);
   EXPECT_NE(outcome.message.find("libm.so.6 lacks hipInit"), std::string::npos) << outcome.message;
   EXPECT_NE(outcome.message.find(kMissingLibrary), std::string::npos) << outcome.message;
+}
+
+// The fake runtime the integration tests give a daemon (fake_libamdhip64.cc), loaded by path:
+// the probe opens each of its GPUs, with the places and names the daemon's device list shows,
+// and loads the embedded kernels into each.
+TEST(HipProbeTest, FindsEveryGpuOfTheFakeRuntimeAndLoadsTheKernels) {
+  HipProbeOptions options;
+  options.libraryNames = {kMissingLibrary, HC_FAKE_HIP_DAEMON_PATH};
+  ProbeOutcome outcome = probeInChild(options);
+  ASSERT_TRUE(outcome.finished) << outcome.what;
+  ASSERT_TRUE(outcome.available) << outcome.message;
+  EXPECT_EQ(outcome.message,
+            "Fake HIP GPU 0 (0000:c1:00.0) kernels; Fake HIP GPU 1 (0000:c2:00.0) kernels");
 }
 
 class HipProbeWithRuntimeTest : public ::testing::Test {
