@@ -5,6 +5,9 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
+#include <iterator>
+
 namespace hc::control {
 namespace {
 
@@ -142,11 +145,42 @@ bool verifyProgressProof(const ClusterToken& token, const Nonce& nonce, uint64_t
 
 NonceBook::NonceBook(std::chrono::milliseconds ttl, size_t capacity,
                      std::function<Clock::time_point()> now)
-    : ttl_(ttl), capacity_(capacity), now_(std::move(now)) {}
+    : ttl_(ttl), capacity_(capacity), now_(std::move(now)) {
+  // Without a secret of its own every nonce would be forgeable: no book then.
+  Result<Nonce> secret = randomNonce();
+  HC_CHECK(secret.isOk());
+  secret_ = secret.value();
+}
+
+namespace {
+constexpr size_t kRandomBytes = 16;
+constexpr size_t kExpiryBytes = 8;
+constexpr size_t kSignedBytes = kRandomBytes + kExpiryBytes;
+static_assert(kSignedBytes + 8 == kNonceBytes);
+}  // namespace
+
+NonceBook::Mac NonceBook::macOf(std::span<const uint8_t> randomAndExpiry) const {
+  const Proof full = hmacSha256(secret_, randomAndExpiry);
+  Mac mac;
+  std::copy_n(full.begin(), mac.size(), mac.begin());
+  return mac;
+}
+
+std::optional<NonceBook::Clock::time_point> NonceBook::expiryOf(
+    std::span<const uint8_t> nonce) const {
+  if (nonce.size() != kNonceBytes) return std::nullopt;
+  const Mac mac = macOf(nonce.first(kSignedBytes));
+  if (CRYPTO_memcmp(mac.data(), nonce.data() + kSignedBytes, mac.size()) != 0) return std::nullopt;
+  uint64_t ms = 0;
+  for (size_t i = 0; i < kExpiryBytes; ++i) {
+    ms |= uint64_t{nonce[kRandomBytes + i]} << (8 * i);
+  }
+  return Clock::time_point(std::chrono::milliseconds(ms));
+}
 
 void NonceBook::dropExpiredLocked(Clock::time_point now) {
   while (!byExpiry_.empty() && byExpiry_.front().second <= now) {
-    live_.erase(byExpiry_.front().first);  // no-op when already redeemed
+    spent_.erase(byExpiry_.front().first);
     byExpiry_.pop_front();
   }
 }
@@ -154,26 +188,46 @@ void NonceBook::dropExpiredLocked(Clock::time_point now) {
 Result<Nonce> NonceBook::issue() {
   Result<Nonce> fresh = randomNonce();
   if (!fresh.isOk()) return fresh;
-  const Nonce& nonce = fresh.value();
-  std::lock_guard<std::mutex> lock(mutex_);
-  const Clock::time_point now = now_();
-  dropExpiredLocked(now);
-  // Counts redeemed nonces until they expire too: the bound holds whatever the call pattern.
-  if (byExpiry_.size() >= capacity_) {
-    return Status(Code::NoResource, "too many outstanding challenges; retry shortly");
+  Nonce nonce = fresh.value();
+  const auto expiry = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          (now_() + ttl_).time_since_epoch())
+                          .count();
+  for (size_t i = 0; i < kExpiryBytes; ++i) {
+    nonce[kRandomBytes + i] = static_cast<uint8_t>(static_cast<uint64_t>(expiry) >> (8 * i));
   }
-  std::string key(reinterpret_cast<const char*>(nonce.data()), nonce.size());
-  live_.emplace(key, now + ttl_);
-  byExpiry_.emplace_back(std::move(key), now + ttl_);
+  const Mac mac = macOf(std::span(nonce).first(kSignedBytes));
+  std::copy(mac.begin(), mac.end(), nonce.begin() + kSignedBytes);
   return nonce;
 }
 
-bool NonceBook::redeem(std::span<const uint8_t> nonce) {
-  if (nonce.size() != kNonceBytes) return false;
-  std::string key(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+bool NonceBook::valid(std::span<const uint8_t> nonce) {
+  const std::optional<Clock::time_point> expiry = expiryOf(nonce);
+  if (!expiry) return false;
   std::lock_guard<std::mutex> lock(mutex_);
-  dropExpiredLocked(now_());
-  return live_.erase(key) == 1;
+  const Clock::time_point now = now_();
+  dropExpiredLocked(now);
+  return *expiry > now &&
+         spent_.count(std::string(reinterpret_cast<const char*>(nonce.data()), nonce.size())) == 0;
+}
+
+Status NonceBook::spend(std::span<const uint8_t> nonce) {
+  const std::optional<Clock::time_point> expiry = expiryOf(nonce);
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Clock::time_point now = now_();
+  dropExpiredLocked(now);
+  std::string key(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  if (!expiry || *expiry <= now || spent_.count(key) != 0) {
+    return Status(Code::PermissionDenied, "its nonce is unknown, expired or already used");
+  }
+  if (spent_.size() >= capacity_) {
+    return Status(Code::NoResource, "too many joins within a challenge's lifetime; retry shortly");
+  }
+  spent_.emplace(key, *expiry);
+  // Expiries arrive out of order only by the clock's resolution: keep the deque sorted anyway.
+  auto at = byExpiry_.end();
+  while (at != byExpiry_.begin() && std::prev(at)->second > *expiry) --at;
+  byExpiry_.emplace(at, std::move(key), *expiry);
+  return okStatus();
 }
 
 }  // namespace hc::control

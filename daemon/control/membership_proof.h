@@ -22,6 +22,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -63,32 +64,46 @@ Proof computeProgressProof(const ClusterToken& token, const Nonce& nonce, uint64
 bool verifyProgressProof(const ClusterToken& token, const Nonce& nonce, uint64_t identity,
                          const std::string& key, std::span<const uint8_t> proof);
 
-// The root's outstanding nonces. Each is accepted once, within its time to live. Thread-safe.
+// The root's nonces, stateless until spent. A nonce is 16 random bytes, its expiry (u64 ms on
+// the book's clock) and 8 bytes of HMAC-SHA256(secret, both), under a secret drawn when the book
+// is made: issuing one stores nothing, so an unauthenticated Challenge flood costs the root no
+// memory and cannot crowd out honest joins. A nonce is spent only once a proof made with it
+// verified (the spent set holds the nonces of token holders, until they expire), so each proof
+// is good for one join; wrong proofs spend nothing, and a guesser gains nothing from reusing a
+// nonce while HMAC-SHA256 stands. Thread-safe.
 class NonceBook {
  public:
   using Clock = std::chrono::steady_clock;
-  // `now` is injectable for tests.
+  // `capacity`: the most nonces spent and not yet expired (verified joins within a ttl); `now`
+  // is injectable for tests.
   NonceBook(std::chrono::milliseconds ttl, size_t capacity,
             std::function<Clock::time_point()> now = Clock::now);
 
-  // A fresh random nonce, or NoResource when `capacity` nonces are outstanding (Challenge needs
-  // no proof, so its memory must be bounded).
+  // A fresh nonce; fails only when the system's random source does.
   [[nodiscard]] Result<Nonce> issue();
-  // True exactly once for a nonce issue() returned, if it has not expired. Redeeming consumes it
-  // whatever the proof turns out to be, so one nonce allows one guess.
-  bool redeem(std::span<const uint8_t> nonce);
+  // Whether this book issued the nonce, it has not expired and it was not spent. Changes nothing.
+  bool valid(std::span<const uint8_t> nonce);
+  // Spends a valid nonce, after the proof made with it verified: PermissionDenied when it is not
+  // valid (expired, or spent by a replay meanwhile), NoResource when `capacity` spent nonces are
+  // still live (the caller retries after a moment).
+  [[nodiscard]] Status spend(std::span<const uint8_t> nonce);
 
   std::chrono::milliseconds ttl() const { return ttl_; }
 
  private:
+  using Mac = std::array<uint8_t, 8>;
+  Mac macOf(std::span<const uint8_t> randomAndExpiry) const;
+  // The nonce's expiry when its MAC holds, else nullopt.
+  std::optional<Clock::time_point> expiryOf(std::span<const uint8_t> nonce) const;
   void dropExpiredLocked(Clock::time_point now);
 
   const std::chrono::milliseconds ttl_;
   const size_t capacity_;
   const std::function<Clock::time_point()> now_;
+  Nonce secret_{};
   std::mutex mutex_;
-  std::unordered_map<std::string, Clock::time_point> live_;         // nonce bytes -> expiry
-  std::deque<std::pair<std::string, Clock::time_point>> byExpiry_;  // issue order = expiry order
+  std::unordered_map<std::string, Clock::time_point> spent_;        // nonce bytes -> expiry
+  std::deque<std::pair<std::string, Clock::time_point>> byExpiry_;  // spent, by expiry
 };
 
 }  // namespace hc::control

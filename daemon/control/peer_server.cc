@@ -21,7 +21,7 @@ Result<std::unique_ptr<PeerServer>> PeerServer::start(const PeerServerOptions& o
   // pending communicator holds nranks-sized state at the root for as long as it may wait.
   registryOptions.maxTimeout = options.defaultJoinTimeout;
   server->registry_ = std::make_unique<JoinRegistry>(registryOptions);
-  server->nonces_ = std::make_unique<NonceBook>(options.nonceTtl, options.maxOutstandingNonces);
+  server->nonces_ = std::make_unique<NonceBook>(options.nonceTtl, options.maxSpentNonces);
   server->service_ =
       std::make_unique<PeerService>(std::move(token).value(), *server->nonces_,
                                     *server->registry_, options.board);

@@ -35,7 +35,8 @@ struct PeerServerOptions {
   // Used by joins that bring no timeout of their own, and the most any join may wait.
   std::chrono::milliseconds defaultJoinTimeout{120'000};
   std::chrono::milliseconds nonceTtl{10'000};
-  size_t maxOutstandingNonces = 65'536;
+  // The most verified joins (and progress queries) within one nonce lifetime.
+  size_t maxSpentNonces = 65'536;
   PeerTlsOptions tls;
   // Answers Peer.GetCommProgress from it; null: NOT_FOUND for every communicator. Borrowed:
   // outlives the server.

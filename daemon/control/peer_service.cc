@@ -71,8 +71,7 @@ grpc::ServerUnaryReactor* PeerService::Challenge(grpc::CallbackServerContext* co
 
 Result<PeerService::Admitted> PeerService::admit(const hetero_comm::v1::JoinRequest& request,
                                                  const std::string& peer) {
-  // Spend the nonce first, so that a wrong proof costs the guesser a new Challenge.
-  if (!nonces_.redeem(bytesOf(request.nonce()))) {
+  if (!nonces_.valid(bytesOf(request.nonce()))) {
     return Status(Code::PermissionDenied,
                   "join refused: its nonce is unknown, expired or already used (call Challenge "
                   "once per Join)");
@@ -100,6 +99,9 @@ Result<PeerService::Admitted> PeerService::admit(const hetero_comm::v1::JoinRequ
                   "cluster token differs from the root's)");
   }
   HC_RETURN_IF_ERROR(peer::validateJoin(join.value()));
+  // Spent once the proof holds: a replay of this join, even one racing it, finds it spent.
+  Status spent = nonces_.spend(bytesOf(request.nonce()));
+  if (!spent.isOk()) return Status(spent.code(), "join refused: " + spent.message());
   return Admitted{std::move(join).value(), joinerNonce.value()};
 }
 
@@ -124,7 +126,7 @@ grpc::ServerUnaryReactor* PeerService::GetCommProgress(
     hetero_comm::v1::CommProgressResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto answer = [&]() -> Status {
-    if (!nonces_.redeem(bytesOf(request->nonce()))) {
+    if (!nonces_.valid(bytesOf(request->nonce()))) {
       return Status(Code::PermissionDenied,
                     "progress refused: its nonce is unknown, expired or already used");
     }
@@ -138,6 +140,8 @@ grpc::ServerUnaryReactor* PeerService::GetCommProgress(
                     "progress refused: the membership proof does not match (another cluster "
                     "token)");
     }
+    Status spent = nonces_.spend(bytesOf(request->nonce()));
+    if (!spent.isOk()) return Status(spent.code(), "progress refused: " + spent.message());
     std::shared_ptr<const observe::FlightRecorder> comm;
     for (const auto& c : board_ ? board_->comms() : decltype(board_->comms()){}) {
       // The identity tells apart what the key alone may not (a split's key names its parent).

@@ -99,15 +99,24 @@ TEST(MembershipProofTest, TableProofVerifiesOnlyForTheSameTokenNonceKeyAndTable)
   EXPECT_FALSE(verifyTableProof(token, joiner, keyOf(1), renamed, proof));
 }
 
-TEST(NonceBookTest, EachNonceIsAcceptedOnce) {
+TEST(NonceBookTest, ANonceIsSpentOnceAndOnlyThisBooksNoncesAreValid) {
   NonceBook book(10s, 16);
   Result<Nonce> nonce = book.issue();
   ASSERT_TRUE(nonce.isOk());
-  EXPECT_TRUE(book.redeem(nonce.value()));
-  EXPECT_FALSE(book.redeem(nonce.value()));
+  EXPECT_TRUE(book.valid(nonce.value()));
+  EXPECT_TRUE(book.valid(nonce.value())) << "checking spends nothing (a wrong proof costs none)";
+  EXPECT_TRUE(book.spend(nonce.value()).isOk());
+  EXPECT_FALSE(book.valid(nonce.value()));
+  EXPECT_EQ(book.spend(nonce.value()).code(), Code::PermissionDenied) << "a replay";
   Nonce never{};
-  EXPECT_FALSE(book.redeem(never));
-  EXPECT_FALSE(book.redeem(std::span(nonce.value()).first(16)));
+  EXPECT_FALSE(book.valid(never));
+  EXPECT_EQ(book.spend(never).code(), Code::PermissionDenied);
+  EXPECT_FALSE(book.valid(std::span(nonce.value()).first(16)));
+  Nonce flipped = book.issue().value();
+  flipped[20] ^= 1;  // a later expiry, forged
+  EXPECT_FALSE(book.valid(flipped));
+  NonceBook other(10s, 16);
+  EXPECT_FALSE(other.valid(book.issue().value())) << "another book's secret";
 }
 
 TEST(NonceBookTest, NoncesAreDistinct) {
@@ -117,18 +126,26 @@ TEST(NonceBookTest, NoncesAreDistinct) {
   EXPECT_EQ(seen.size(), 1000u);
 }
 
-TEST(NonceBookTest, ExpiredNonceIsRefusedAndFreesItsSlot) {
+// Challenge is unauthenticated: a flood of them must cost the root nothing and leave honest
+// joins working. Only spent nonces (verified proofs) take room, until they expire.
+TEST(NonceBookTest, AChallengeFloodCostsNothingAndSpentNoncesLeaveWhenExpired) {
   NonceBook::Clock::time_point now{};
   NonceBook book(100ms, 2, [&] { return now; });
+  for (int i = 0; i < 100'000; ++i) ASSERT_TRUE(book.issue().isOk());
   Nonce a = book.issue().value();
   Nonce b = book.issue().value();
-  EXPECT_EQ(book.issue().status().code(), Code::NoResource)
-      << "bounded: Challenge is unauthenticated";
+  Nonce c = book.issue().value();
+  EXPECT_TRUE(book.spend(a).isOk());
+  EXPECT_TRUE(book.spend(b).isOk());
+  EXPECT_EQ(book.spend(c).code(), Code::NoResource) << "two verified joins within a lifetime";
+  EXPECT_TRUE(book.valid(c)) << "refused for room, still good for a retry";
   now += 99ms;
-  EXPECT_TRUE(book.redeem(a));
+  EXPECT_TRUE(book.valid(c));
   now += 1ms;
-  EXPECT_FALSE(book.redeem(b)) << "expired";
-  EXPECT_TRUE(book.issue().isOk()) << "expired nonces leave the book";
+  EXPECT_FALSE(book.valid(c)) << "expired";
+  EXPECT_EQ(book.spend(c).code(), Code::PermissionDenied);
+  Nonce d = book.issue().value();
+  EXPECT_TRUE(book.spend(d).isOk()) << "expired spent nonces leave the book";
 }
 
 }  // namespace

@@ -82,6 +82,25 @@ TEST_F(PeerProtocolTest, ReplayedNonceIsRefused) {
   EXPECT_THAT(second.message(), HasSubstr("already used"));
 }
 
+// Nonces are stateless until a proof made with one verifies: a wrong proof spends nothing (a
+// guess is hopeless anyway), so a stranger's Challenges and bad Joins cost the root no memory
+// and cannot crowd out the join that holds the token.
+TEST_F(PeerProtocolTest, AWrongProofSpendsNothingAndChallengesCostNothing) {
+  for (int i = 0; i < 2000; ++i) (void)challenge();
+  v1::JoinRequest message = signedJoin(makeJoin(keyOf(22), 1, {0}, "a"));
+  v1::JoinRequest forged = message;
+  forged.set_proof(std::string(kProofBytes, 'x'));
+  for (int i = 0; i < 3; ++i) {
+    Status refused = send(forged);
+    EXPECT_EQ(refused.code(), Code::PermissionDenied) << refused.toString();
+    EXPECT_THAT(refused.message(), HasSubstr("membership proof"));
+  }
+  Status joined = send(message);
+  EXPECT_TRUE(joined.isOk()) << joined.toString();
+  Status replayed = send(message);
+  EXPECT_EQ(replayed.code(), Code::PermissionDenied) << replayed.toString();
+}
+
 TEST_F(PeerProtocolTest, ProofCoversEveryFieldTheRootUses) {
   auto expectRefused = [&](auto&& alter, const char* what) {
     v1::JoinRequest message = signedJoin(makeJoin(keyOf(21), 2, {0}, "a"));
