@@ -6,10 +6,13 @@
 #include <limits>
 #include <type_traits>
 
-#include "tests/integration/narrow_float.h"
+#include "common/numerics/narrow_float_reference.h"
 
 namespace hc::bench {
 namespace {
+
+// Narrow floats are checked with the reference codec, not the conversions under test.
+namespace ref = numerics::reference;
 
 uint64_t mix(uint64_t x) {  // splitmix64 finalizer
   x ^= x >> 30;
@@ -82,15 +85,15 @@ struct Generator {
 };
 
 template <typename T>
-constexpr bool kNarrow = integ::kIsNarrowFloat<T>;
+constexpr bool kNarrow = ref::kIsNarrowFloat<T>;
 
 template <typename T>
 Generator generatorFor(const DataSpec& s) {
   if constexpr (kNarrow<T>) {
     // Integers up to 2^significand are exact; products of 2s up to the largest power of two.
-    const int64_t typeMax = int64_t{1} << integ::significandBits<T>();
+    const int64_t typeMax = int64_t{1} << ref::significandBits<T>();
     const int maxExp =
-        static_cast<int>(std::floor(std::log2(integ::maxFiniteMiniFloat(T::format()))));
+        static_cast<int>(std::floor(std::log2(ref::maxFiniteMiniFloat(T::format()))));
     return Generator(s, typeMax, true, std::min(62, maxExp));
   } else {
     using L = std::numeric_limits<T>;
@@ -176,13 +179,13 @@ auto dispatch(hc_dtype_t dtype, F&& f) {
     case HC_FLOAT64:
       return f(double{});
     case HC_FLOAT16:
-      return f(integ::Half{});
+      return f(ref::Half{});
     case HC_BFLOAT16:
-      return f(integ::BFloat16{});
+      return f(ref::BFloat16{});
     case HC_FLOAT8E4M3:
-      return f(integ::Fp8E4M3{});
+      return f(ref::Fp8E4M3{});
     case HC_FLOAT8E5M2:
-      return f(integ::Fp8E5M2{});
+      return f(ref::Fp8E5M2{});
     default:
       return f(float{});
   }

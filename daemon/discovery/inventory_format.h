@@ -1,6 +1,7 @@
 // The inventory as people and programs read it: aligned tables (`hcctl devices`), JSON (the
 // control plane, `hcctl devices --json`), and one line for the daemon's startup log.
-// Depends on hc_common and nlohmann_json (private to this target).
+// The GPU table, the column layout and the units are common/inventory_text.h's, shared with hcctl.
+// Depends on hc_common, hc_inventory_text and nlohmann_json (private to this target).
 #pragma once
 
 #include <cstdint>
@@ -10,10 +11,9 @@
 
 namespace hc::discovery {
 
-// GPU rows under the header "ID VENDOR MODEL VRAM BACKEND PCI NUMA". Every column starts at the
-// same offset on every line (its header's), two spaces apart, so a reader may split a line at the
-// header's column offsets (model names contain spaces). Unknown values print as "-". Lines end in
-// '\n' with no trailing spaces; an inventory without GPUs gives the header alone.
+// The GPU rows as formatGpuTable (common/inventory_text.h) prints them: "ID VENDOR MODEL VRAM
+// BACKEND PCI NUMA", columns aligned at their headers' offsets; an inventory without GPUs gives
+// the header alone.
 std::string formatInventoryTable(const Inventory& inventory);
 
 // Network interfaces, same layout: "NAME STATE SPEED MTU KIND PCI NUMA RDMA", KIND being "pci",
@@ -33,10 +33,5 @@ std::string inventoryToJson(const Inventory& inventory, int indent = 2);
 //    1 NIC [eth0 up 100 Gb/s numa=1 rdma=mlx5_0]; 3 virtual interfaces; 1 RDMA device
 //    [mlx5_0 1/2 ports active]; 1 note"
 std::string summarizeInventory(const Inventory& inventory);
-
-// "80.0 GiB", "512.0 MiB"; "-" for 0.
-std::string formatBytes(uint64_t bytes);
-// "100 Gb/s", "2.5 Gb/s", "100 Mb/s"; "-" for a negative speed.
-std::string formatSpeed(int64_t megabitsPerSecond);
 
 }  // namespace hc::discovery

@@ -1,37 +1,13 @@
-// The text forms of an inventory: tables and the log line.
+// The text forms of an inventory: tables and the log line. The GPU table and the column layout
+// are common/inventory_text.h's, which hcctl prints too.
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
+#include "common/inventory_text.h"
 #include "daemon/discovery/inventory_format.h"
 
 namespace hc::discovery {
 namespace {
-
-using Cells = std::vector<std::string>;
-
-std::string orDash(const std::string& text) { return text.empty() ? "-" : text; }
-std::string numaText(int node) { return node < 0 ? "-" : std::to_string(node); }
-
-// Pads every column but the last to its widest cell, two spaces between columns.
-std::string alignColumns(const std::vector<Cells>& rows) {
-  std::vector<size_t> widths;
-  for (const Cells& row : rows) {
-    if (widths.size() < row.size()) widths.resize(row.size(), 0);
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
-  }
-  std::string out;
-  for (const Cells& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line.append(widths[c] - row[c].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + '\n';
-  }
-  return out;
-}
 
 std::string plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -39,61 +15,39 @@ std::string plural(size_t n, const char* one, const char* many) {
 
 }  // namespace
 
-std::string formatBytes(uint64_t bytes) {
-  if (bytes == 0) return "-";
-  char text[32];
-  if (bytes >= (1ull << 30)) {
-    std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
-  } else {
-    std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (1ull << 20));
-  }
-  return text;
-}
-
-std::string formatSpeed(int64_t megabitsPerSecond) {
-  if (megabitsPerSecond < 0) return "-";
-  if (megabitsPerSecond < 1000) return std::to_string(megabitsPerSecond) + " Mb/s";
-  char text[32];
-  if (megabitsPerSecond % 1000 == 0) {
-    std::snprintf(text, sizeof(text), "%lld Gb/s",
-                  static_cast<long long>(megabitsPerSecond / 1000));
-  } else {
-    std::snprintf(text, sizeof(text), "%.1f Gb/s", static_cast<double>(megabitsPerSecond) / 1000);
-  }
-  return text;
-}
-
 std::string formatInventoryTable(const Inventory& inventory) {
-  std::vector<Cells> rows = {{"ID", "VENDOR", "MODEL", "VRAM", "BACKEND", "PCI", "NUMA"}};
+  std::vector<GpuTableRow> rows;
   for (const GpuRow& gpu : inventory.gpus) {
-    rows.push_back({orDash(gpu.id), orDash(gpu.vendor), orDash(gpu.model),
-                    formatBytes(gpu.vramBytes), orDash(gpu.backend), orDash(gpu.placement.busId),
-                    numaText(gpu.placement.numaNode)});
+    rows.push_back({gpu.id, gpu.vendor, gpu.model, gpu.vramBytes, gpu.backend, gpu.placement.busId,
+                    gpu.placement.numaNode});
   }
-  return alignColumns(rows);
+  return formatGpuTable(rows);
 }
 
 std::string formatNicTable(const Inventory& inventory) {
-  std::vector<Cells> rows = {{"NAME", "STATE", "SPEED", "MTU", "KIND", "PCI", "NUMA", "RDMA"}};
+  std::vector<TableCells> rows = {{"NAME", "STATE", "SPEED", "MTU", "KIND", "PCI", "NUMA", "RDMA"}};
   for (const Nic& nic : inventory.nics) {
     const char* kind = nic.isLoopback ? "loopback" : nic.isVirtual ? "virtual" : "pci";
-    rows.push_back({nic.name, orDash(nic.operState), formatSpeed(nic.speedMbps),
-                    nic.mtu > 0 ? std::to_string(nic.mtu) : "-", kind, orDash(nic.placement.busId),
-                    numaText(nic.placement.numaNode), orDash(nic.rdmaDevice)});
+    rows.push_back({nic.name, cellOrDash(nic.operState), formatSpeed(nic.speedMbps),
+                    nic.mtu > 0 ? std::to_string(nic.mtu) : "-", kind,
+                    cellOrDash(nic.placement.busId), numaCell(nic.placement.numaNode),
+                    cellOrDash(nic.rdmaDevice)});
   }
   return alignColumns(rows);
 }
 
 std::string formatRdmaTable(const Inventory& inventory) {
-  std::vector<Cells> rows = {{"DEVICE", "PORT", "STATE", "RATE", "LINK", "PCI", "NUMA", "NETDEV"}};
+  std::vector<TableCells> rows = {
+      {"DEVICE", "PORT", "STATE", "RATE", "LINK", "PCI", "NUMA", "NETDEV"}};
   for (const RdmaDevice& device : inventory.rdmaDevices) {
     std::string netdevs;
     for (const std::string& name : device.netDevices)
       netdevs += (netdevs.empty() ? "" : ",") + name;
     for (const RdmaPort& port : device.ports) {
-      rows.push_back({device.name, std::to_string(port.number), orDash(port.state),
-                      orDash(port.rate), orDash(port.linkLayer), orDash(device.placement.busId),
-                      numaText(device.placement.numaNode), orDash(netdevs)});
+      rows.push_back({device.name, std::to_string(port.number), cellOrDash(port.state),
+                      cellOrDash(port.rate), cellOrDash(port.linkLayer),
+                      cellOrDash(device.placement.busId), numaCell(device.placement.numaNode),
+                      cellOrDash(netdevs)});
     }
   }
   return alignColumns(rows);
@@ -111,7 +65,7 @@ std::string summarizeInventory(const Inventory& inventory) {
   for (const Nic& nic : inventory.nics) {
     if (nic.isVirtual || nic.isLoopback) continue;
     ++physical;
-    nics += (nics.empty() ? "" : ", ") + nic.name + " " + orDash(nic.operState);
+    nics += (nics.empty() ? "" : ", ") + nic.name + " " + cellOrDash(nic.operState);
     if (nic.speedMbps >= 0) nics += " " + formatSpeed(nic.speedMbps);
     if (nic.placement.numaNode >= 0) nics += " numa=" + std::to_string(nic.placement.numaNode);
     if (!nic.rdmaDevice.empty()) nics += " rdma=" + nic.rdmaDevice;

@@ -7,7 +7,8 @@
 // floats (fp16, bf16, fp8) are accumulated in fp32 and rounded once, as the daemon promises; their
 // inputs are bounded so that the fp32 sums stay exact, and for up to 4 ranks the results are
 // representable too. Where they are not (avg over 3 ranks, fp8 sums over 5 or more), the one
-// rounding is computed by narrow_float.h (worker_values_test.cc checks both claims).
+// rounding is computed by common/numerics/narrow_float_reference.h (worker_values_test.cc checks
+// both claims).
 #pragma once
 
 #include <cstdint>
@@ -15,10 +16,19 @@
 #include <string_view>
 #include <type_traits>
 
+#include "common/numerics/narrow_float_reference.h"
 #include "hetero_comm/hc.h"
-#include "tests/integration/narrow_float.h"
 
 namespace hc::integ {
+
+// The reference codec under the names the workers and their tests use.
+using numerics::reference::BFloat16;
+using numerics::reference::Fp8E4M3;
+using numerics::reference::Fp8E5M2;
+using numerics::reference::Half;
+using numerics::reference::kIsNarrowFloat;
+using numerics::reference::maxFiniteMiniFloat;
+using numerics::reference::significandBits;
 
 // The reductions the matrix covers. PreMul is hc_redop_create_premul_sum with a per-rank scalar
 // passed by value; PreMulBuffer passes it in hc_mem_alloc memory (HC_SCALAR_DEVICE), which the

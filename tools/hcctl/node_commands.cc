@@ -1,11 +1,12 @@
 // hcctl node and hcctl devices: hetero_comm.v1.Control/GetNode, as text or JSON. The GPU table is
-// daemon/discovery's formatter (the same one the daemon's tools print), fed from the RPC's rows.
+// common/inventory_text.h's formatGpuTable (the one the daemon's inventory prints through), fed
+// from the RPC's rows.
 #include <iostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/discovery/inventory_format.h"
+#include "common/inventory_text.h"
 #include "hetero_comm/v1/control.grpc.pb.h"
 #include "tools/hcctl/commands.h"
 
@@ -14,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-// Unknown values are null, as in the daemon's inventory JSON (inventory_format.h).
+// Unknown values are null, as in the daemon's inventory JSON (daemon/discovery/inventory_json.cc).
 json gpuJson(const hetero_comm::v1::Gpu& gpu) {
   auto textOrNull = [](const std::string& t) { return t.empty() ? json(nullptr) : json(t); };
   return {{"id", gpu.id()},
@@ -45,20 +46,12 @@ json gpusJson(const hetero_comm::v1::NodeInfo& node) {
 }
 
 std::string gpuTable(const hetero_comm::v1::NodeInfo& node) {
-  discovery::Inventory inventory;
+  std::vector<GpuTableRow> rows;
   for (const auto& gpu : node.gpus()) {
-    discovery::GpuRow row;
-    row.id = gpu.id();
-    row.vendor = gpu.vendor();
-    row.model = gpu.model();
-    row.vramBytes = gpu.vram_bytes();
-    row.backend = gpu.backend();
-    row.driver = gpu.driver();
-    row.placement.busId = gpu.pci_bus_id();
-    row.placement.numaNode = gpu.numa_node();
-    inventory.gpus.push_back(std::move(row));
+    rows.push_back({gpu.id(), gpu.vendor(), gpu.model(), gpu.vram_bytes(), gpu.backend(),
+                    gpu.pci_bus_id(), gpu.numa_node()});
   }
-  return discovery::formatInventoryTable(inventory);
+  return formatGpuTable(rows);
 }
 
 std::string formatUptime(uint64_t ms) {
@@ -130,7 +123,7 @@ int runNode(const Target& target, bool asJson, bool printConfig) {
   std::cout << "\n\nGPUs\n" << gpuTable(node) << "\nNICs\n";
   for (const auto& nic : node.nics()) {
     std::cout << "  " << nic.name() << "  " << (nic.oper_state().empty() ? "-" : nic.oper_state())
-              << "  " << discovery::formatSpeed(nic.speed_mbps()) << "  pci "
+              << "  " << formatSpeed(nic.speed_mbps()) << "  pci "
               << (nic.pci_bus_id().empty() ? "-" : nic.pci_bus_id()) << "  numa "
               << (nic.numa_node() < 0 ? "-" : std::to_string(nic.numa_node()))
               << (nic.is_virtual() ? "  virtual" : "")

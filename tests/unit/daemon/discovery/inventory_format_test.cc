@@ -172,15 +172,5 @@ TEST_F(InventoryFormatTest, SummaryIsOneLineNamingGpusNicsAndRdma) {
   EXPECT_NE(line.find("1 note"), std::string::npos) << line;
 }
 
-TEST(InventoryFormatUnitsTest, BytesAndSpeeds) {
-  EXPECT_EQ(formatBytes(0), "-");
-  EXPECT_EQ(formatBytes(512ull << 20), "512.0 MiB");
-  EXPECT_EQ(formatBytes(68702699520ull), "64.0 GiB");
-  EXPECT_EQ(formatSpeed(-1), "-");
-  EXPECT_EQ(formatSpeed(100), "100 Mb/s");
-  EXPECT_EQ(formatSpeed(2500), "2.5 Gb/s");
-  EXPECT_EQ(formatSpeed(400000), "400 Gb/s");
-}
-
 }  // namespace
 }  // namespace hc::discovery

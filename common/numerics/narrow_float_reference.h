@@ -1,6 +1,9 @@
-// The 16- and 8-bit float types as the tests see them: a wrapper around the raw bits, decoded and
-// encoded with plain arithmetic written for the tests (not the daemon's conversion code), so that
-// expected values of fp16/bf16/fp8 reductions are computed independently.
+// The 16- and 8-bit float types as a checker sees them: a wrapper around the raw bits, decoded and
+// encoded with plain double arithmetic written apart from float_types.h (the daemon's and the
+// kernels' conversions), so that the expected values of fp16/bf16/fp8 reductions are computed
+// independently of the code under test. The integration tests' rank workers and hc-perf's data
+// check (bench/check_data.cc) judge results with it; the daemon and the client must not use it,
+// or a wrong conversion would agree with itself. Host only (tables, std::ldexp).
 //
 // Encoding rounds to nearest, ties to even. fp16 and bf16 follow IEEE 754 (overflow gives
 // infinity). The fp8 types follow the OCP 8-bit float spec as NVIDIA does: e4m3 has no infinity
@@ -17,7 +20,7 @@
 #include <limits>
 #include <vector>
 
-namespace hc::integ {
+namespace hc::numerics::reference {
 
 struct MiniFloatFormat {
   int expBits;
@@ -79,7 +82,7 @@ inline uint32_t encodeMiniFloat(const MiniFloatFormat& f, double v) {
   const uint32_t signBit = 1u << (f.expBits + f.manBits);
   const uint32_t expMax = (1u << f.expBits) - 1;
   if (std::isnan(v)) {
-    // Any NaN code; tests compare NaN as "is a NaN", never by payload.
+    // Any NaN code; checks compare NaN as "is a NaN", never by payload.
     return f.ieeeSpecials ? (expMax << f.manBits) | 1u
                           : (expMax << f.manBits) | ((1u << f.manBits) - 1);
   }
@@ -129,7 +132,7 @@ struct NarrowFloat {
   static constexpr const MiniFloatFormat& format() { return kFormat; }
   static NarrowFloat fromBits(uint32_t b) { return NarrowFloat{static_cast<Bits>(b)}; }
   static NarrowFloat fromDouble(double v) { return fromBits(encodeMiniFloat(kFormat, v)); }
-  // Every value the tests put in is a float first; the daemon rounds fp32 accumulators too.
+  // Every value a check puts in is a float first; the daemon rounds fp32 accumulators too.
   static NarrowFloat fromFloat(float v) { return fromDouble(static_cast<double>(v)); }
   float toFloat() const { return decodeTable<kFormat, 8 * sizeof(Bits)>()[bits]; }
   bool isNaN() const { return std::isnan(toFloat()); }
@@ -159,4 +162,4 @@ constexpr int significandBits() {
   }
 }
 
-}  // namespace hc::integ
+}  // namespace hc::numerics::reference
