@@ -1,8 +1,11 @@
 # The HIP toolchain for the HIP device backend (daemon/device/hip), decided by HC_WITH_HIP:
-#   AUTO  build the backend when hipcc and the HIP headers are found and hipcc compiles a
-#         one-line kernel, skip it otherwise (one status line says why);
+#   AUTO  (the default) build the backend when the HIP headers are found and hipcc compiles a
+#         one-line kernel for the first of HC_HIP_ARCHS, skip it otherwise; one status line says
+#         which, and why;
 #   ON    build it, and fail the configure when they are missing or cannot compile;
 #   OFF   skip it.
+# hipcc is looked for on PATH, then in $ROCM_PATH and /opt/rocm; finding it decides nothing, the
+# probe kernel does (Debian's hipcc is a script that runs the HIP clang it was built with).
 # The toolchain is used at build time only: hipcc compiles the reduction kernels into a
 # code-object bundle, and hip_runtime_api.h provides types (-D__HIP_PLATFORM_AMD__). Nothing links
 # libamdhip64: the daemon dlopens it at run time, so one binary runs on machines with or without
@@ -14,6 +17,7 @@
 # hc_use_hip_headers(<target>).
 
 include_guard(GLOBAL)
+include(${CMAKE_CURRENT_LIST_DIR}/HcGpuProbe.cmake)
 
 # gfx90a (MI200) and gfx940 (MI300 engineering parts). gfx942 (MI300X/A) needs hipcc from
 # ROCm >= 5.7: Debian 12's HIP 5.2 compiles with clang-15, which rejects "gfx942", and its
@@ -22,18 +26,15 @@ set(HC_HIP_ARCHS "gfx90a;gfx940" CACHE STRING
     "AMD GPU targets of the HIP reduction kernels (hipcc --offload-arch; gfx942 needs ROCm >= 5.7)")
 
 set(HC_HIP_FOUND FALSE)
-string(TOUPPER "${HC_WITH_HIP}" _hc_with_hip)
-if(_hc_with_hip STREQUAL "AUTO")
-  set(_hc_hip_required FALSE)
-elseif(HC_WITH_HIP)
-  set(_hc_hip_required TRUE)
-else()
-  set(_hc_verdict "HIP backend: off (HC_WITH_HIP=${HC_WITH_HIP})")
-  message(STATUS "${_hc_verdict}")
-  set_property(GLOBAL PROPERTY HC_HIP_VERDICT "${_hc_verdict}")
+hc_gpu_mode(HIP _hc_hip_mode)
+if(_hc_hip_mode STREQUAL "OFF")
+  hc_gpu_verdict(HIP "off (HC_WITH_HIP=${HC_WITH_HIP})")
   return()
 endif()
+set(_hc_hip_remedy "Install hipcc and the HIP headers (Debian: hipcc libamdhip64-dev)")
 
+hc_gpu_forget_missing(HC_HIPCC)
+hc_gpu_forget_missing(HC_HIP_INCLUDE_DIR /hip/hip_runtime_api.h)
 find_program(HC_HIPCC hipcc
   HINTS ENV ROCM_PATH /opt/rocm
   PATH_SUFFIXES bin
@@ -42,16 +43,15 @@ find_path(HC_HIP_INCLUDE_DIR hip/hip_runtime_api.h
   HINTS ENV ROCM_PATH /opt/rocm
   PATH_SUFFIXES include
   DOC "the directory holding hip/hip_runtime_api.h")
-
-if(NOT HC_HIPCC OR NOT HC_HIP_INCLUDE_DIR)
-  set(_hc_hip_why "hipcc or hip/hip_runtime_api.h not found (PATH, $ROCM_PATH, /opt/rocm)")
-  if(_hc_hip_required)
-    message(FATAL_ERROR "HC_WITH_HIP=ON but ${_hc_hip_why}; install them (Debian: hipcc "
-                        "libamdhip64-dev) or configure with -DHC_WITH_HIP=OFF")
-  endif()
-  set(_hc_verdict "HIP backend: skipped (${_hc_hip_why})")
-  message(STATUS "${_hc_verdict}")
-  set_property(GLOBAL PROPERTY HC_HIP_VERDICT "${_hc_verdict}")
+if(NOT HC_HIPCC)
+  hc_gpu_unavailable(HIP ${_hc_hip_mode} hipcc
+    "not found on PATH, in $ROCM_PATH or /opt/rocm" "${_hc_hip_remedy}")
+  return()
+endif()
+if(NOT HC_HIP_INCLUDE_DIR)
+  hc_gpu_unavailable(HIP ${_hc_hip_mode} hipcc
+    "no HIP headers for ${HC_HIPCC} (hip/hip_runtime_api.h in $ROCM_PATH, /opt/rocm, /usr/include)"
+    "${_hc_hip_remedy}")
   return()
 endif()
 
@@ -62,38 +62,18 @@ foreach(_hc_arch IN LISTS HC_HIP_ARCHS)
   endif()
 endforeach()
 
-# Found is not enough: hipcc must compile a one-line kernel for the first target (once per
-# hipcc), or the backend is skipped (AUTO) or the configure fails (ON).
-if(NOT HC_HIP_PROBED_HIPCC STREQUAL HC_HIPCC)
-  set(_hc_probe_dir ${CMAKE_BINARY_DIR}/CMakeFiles/hc_hip_probe)
-  file(WRITE ${_hc_probe_dir}/probe.hip
-       "#include <hip/hip_runtime.h>\n__global__ void hcProbe(float* p) { p[threadIdx.x] = 1.0f; }\n")
-  list(GET HC_HIP_ARCHS 0 _hc_first_arch)
-  execute_process(
-    COMMAND ${HC_HIPCC} -c --offload-arch=${_hc_first_arch} -o ${_hc_probe_dir}/probe.o
-            ${_hc_probe_dir}/probe.hip
-    RESULT_VARIABLE _hc_probe_rc OUTPUT_VARIABLE _hc_probe_out ERROR_VARIABLE _hc_probe_out
-    TIMEOUT 120)
-  if(_hc_probe_rc EQUAL 0)
-    set(HC_HIP_PROBED_HIPCC "${HC_HIPCC}" CACHE INTERNAL "the hipcc that compiled the probe kernel")
-  else()
-    string(STRIP "${_hc_probe_out}" _hc_probe_out)
-    set(_hc_hip_why "${HC_HIPCC} cannot compile a one-line kernel for ${_hc_first_arch}: ${_hc_probe_out}")
-    if(_hc_hip_required)
-      message(FATAL_ERROR "HC_WITH_HIP=ON but ${_hc_hip_why}")
-    endif()
-    set(_hc_verdict "HIP backend: skipped (${_hc_hip_why})")
-    message(STATUS "${_hc_verdict}")
-    set_property(GLOBAL PROPERTY HC_HIP_VERDICT "${_hc_verdict}")
-    return()
-  endif()
+list(GET HC_HIP_ARCHS 0 _hc_first_arch)
+hc_gpu_probe(HIP ${HC_HIPCC} probe.hip
+  "#include <hip/hip_runtime.h>\n__global__ void hcProbe(float* p) { p[threadIdx.x] = 1.0f; }\n"
+  _hc_hip_why -c --offload-arch=${_hc_first_arch})
+if(_hc_hip_why)
+  hc_gpu_unavailable(HIP ${_hc_hip_mode} hipcc "${_hc_hip_why}" "${_hc_hip_remedy}")
+  return()
 endif()
 
 set(HC_HIP_FOUND TRUE)
-string(CONCAT _hc_verdict "HIP backend: on (hipcc ${HC_HIPCC}, HIP headers in ${HC_HIP_INCLUDE_DIR}, "
-               "archs ${HC_HIP_ARCHS})")
-message(STATUS "${_hc_verdict}")
-set_property(GLOBAL PROPERTY HC_HIP_VERDICT "${_hc_verdict}")
+hc_gpu_verdict(HIP
+  "on (hipcc ${HC_HIPCC}, HIP headers in ${HC_HIP_INCLUDE_DIR}, archs ${HC_HIP_ARCHS})")
 
 # Host code that includes the HIP headers for their types and signatures. Never links the runtime.
 function(hc_use_hip_headers target)
