@@ -1,4 +1,4 @@
-// The notices daemons of a communicator send each other outside its operations (engine_net.cc):
+// The notices daemons of a communicator send each other outside its operations (net_runner.cc):
 // a failure ("the communicator failed here, because ...") or a goodbye ("every rank here
 // destroyed its handle"). A goodbye lists how many sends each departing rank posted to each rank
 // of the daemon it goes to, so that a receive posted there later still takes what was sent

@@ -5,10 +5,10 @@
 // send buffer, and so on. A slice's pieces are packed into a daemon buffer in block order, which
 // is the layout of the same collective over that slice's count, so a slice runs as an ordinary
 // NodePlan. While the daemons exchange slice k, the engine copies slice k+1 in and slice k-1 out
-// (engine_pipeline.cc): at most two slices are staged at once, double buffering.
+// (daemon/session/net_pipeline.cc): at most two slices are staged at once, double buffering.
 //
 // With combineSends(), the send side of a reduction is not staged per rank: a device combines
-// the ranks' operands and one packed slice is staged for all of them (engine_pipeline.cc).
+// the ranks' operands and one packed slice is staged for all of them (net_pipeline.cc).
 //
 // Memory the daemon maps (the client's segment) is used where it lies when a side's pieces are
 // contiguous and copied otherwise; device memory and the client's own memory (cross-memory

@@ -1,4 +1,4 @@
-// The notices daemons send each other (daemon/session/notices.h), as engine_net.cc reads one
+// The notices daemons send each other (daemon/session/notices.h), as daemon/session/net_runner.cc reads one
 // from another daemon: its kind, a failure's text, a goodbye's send counts checked against where
 // the communicator's ranks live (the input's notice may have any length, though a watch always
 // receives kNoticeBytes). What decodeGoodbye promises is checked too: every count it

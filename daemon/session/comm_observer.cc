@@ -1,12 +1,11 @@
-// Engine: what operators see of its communicators: each one's flight recorder on the status
-// board, and its incidents (a late operation, a failure with work outstanding) logged and dumped
-// as JSON into the state directory.
-#include <spdlog/spdlog.h>
+#include "daemon/session/comm_observer.h"
 
 #include <algorithm>
 
-#include "daemon/session/engine.h"
+#include <spdlog/spdlog.h>
+
 #include "daemon/observe/flight_json.h"
+#include "daemon/session/session.h"
 
 namespace hc::session {
 
@@ -25,12 +24,14 @@ const char* statusLabel(const Status& status) {
 // One local rank's operation, in the metrics. Bytes are what the daemon read from the rank's
 // send buffer and wrote to its receive buffer; the transport says whether the communicator
 // reaches other daemons (ucx) or stays on this one (shm).
-void countFinished(metrics::DaemonMetrics& metrics, const observe::FlightEntry& e, const Status& status,
-                   const char* transport) {
-  const int64_t start = e.timeDiscoveredStartedNs != 0 ? e.timeDiscoveredStartedNs : e.timeCreatedNs;
+void countFinished(metrics::DaemonMetrics& metrics, const observe::FlightEntry& e,
+                   const Status& status, const char* transport) {
+  const int64_t start =
+      e.timeDiscoveredStartedNs != 0 ? e.timeDiscoveredStartedNs : e.timeCreatedNs;
   const double seconds = static_cast<double>(e.timeDiscoveredCompletedNs - start) / 1e9;
   metrics.collectiveFinished(e.what.op, e.what.dtype.empty() ? "none" : e.what.dtype,
-                             statusLabel(status), seconds, std::max(e.what.bytesIn, e.what.bytesOut));
+                             statusLabel(status), seconds,
+                             std::max(e.what.bytesIn, e.what.bytesOut));
   if (!status.isOk()) return;
   if (e.what.bytesIn != 0) metrics.addBytes("sent", transport, e.what.bytesIn);
   if (e.what.bytesOut != 0) metrics.addBytes("received", transport, e.what.bytesOut);
@@ -38,20 +39,19 @@ void countFinished(metrics::DaemonMetrics& metrics, const observe::FlightEntry& 
 
 }  // namespace
 
-std::string splitKeyHex(const std::string& parentKey, uint64_t seq, int color) {
-  return parentKey + "/" + std::to_string(seq) + "." + std::to_string(color);
-}
+CommObserver::CommObserver(const EngineOptions* options, std::string selfInstance)
+    : options_(*options), selfInstance_(std::move(selfInstance)) {}
 
-void Engine::observe(const std::shared_ptr<Communicator>& comm, std::string keyHex,
-                     std::vector<std::string> nodeAddresses,
-                     std::vector<std::vector<int>> ranksOfNode) {
+CommObserver::~CommObserver() = default;
+
+void CommObserver::observe(const std::shared_ptr<Communicator>& comm, std::string keyHex,
+                           uint64_t wireIdentity, std::vector<std::string> nodeAddresses,
+                           std::vector<std::vector<int>> ranksOfNode) {
   if (options_.board == nullptr) return;
   observe::CommIdentity identity;
   identity.id = comm->id();
   identity.keyHex = keyHex;
-  if (auto net = netComms_.find(comm->id()); net != netComms_.end()) {
-    identity.wireIdentity = net->second.identity;
-  }
+  identity.wireIdentity = wireIdentity;
   identity.nranks = comm->nranks();
   identity.localRanks = comm->localRanks();
   identity.nodeAddresses = std::move(nodeAddresses);
@@ -59,7 +59,7 @@ void Engine::observe(const std::shared_ptr<Communicator>& comm, std::string keyH
   const bool spans = !identity.nodeAddresses.empty();
   // Every daemon of a communicator that just formed answered its root: reachable again.
   for (const std::string& peer : identity.nodeAddresses) {
-    if (peer == multiNode_.identity.instance) continue;  // this daemon
+    if (peer == selfInstance_) continue;  // this daemon
     lostPeers_.erase(peer);
     if (options_.metrics != nullptr) options_.metrics->setPeerUp(peer, true);
   }
@@ -71,16 +71,19 @@ void Engine::observe(const std::shared_ptr<Communicator>& comm, std::string keyH
     });
   }
   for (int rank : comm->localRanks()) {
-    if (const Session* member = comm->member(rank)) options_.board->clientJoined(member->id(), comm->id());
+    if (const Session* member = comm->member(rank)) {
+      options_.board->clientJoined(member->id(), comm->id());
+    }
   }
   comm->observe(std::move(recorder), std::move(keyHex), options_.lateReportMs,
-                [this](const Communicator& c, const std::string& reason, const std::string& detail) {
+                [this](const Communicator& c, const std::string& reason,
+                       const std::string& detail) {
                   onIncident(c, reason, detail);
                 });
 }
 
-void Engine::onIncident(const Communicator& comm, const std::string& reason,
-                        const std::string& detail) {
+void CommObserver::onIncident(const Communicator& comm, const std::string& reason,
+                              const std::string& detail) {
   if (reason == "late") {
     spdlog::warn("communicator {:x} ({}): {}", comm.id(), comm.keyHex(), detail);
   }
@@ -108,7 +111,7 @@ void Engine::onIncident(const Communicator& comm, const std::string& reason,
   }
 }
 
-void Engine::countStaging(const Match& match, const char* reason) {
+void CommObserver::countStaging(const Match& match, const char* reason) {
   if (options_.metrics == nullptr) return;
   const bool device = std::any_of(match.ops.begin(), match.ops.end(), [](const PendingOp& op) {
     return op.sendRegion != nullptr || op.recvRegion != nullptr;
@@ -120,7 +123,7 @@ void Engine::countStaging(const Match& match, const char* reason) {
   options_.metrics->stagingFallback(reason);
 }
 
-void Engine::peerLost(const Communicator& comm, uint32_t node) {
+void CommObserver::peerLost(const Communicator& comm, uint32_t node) {
   if (!comm.recorder()) return;
   const std::vector<std::string>& addresses = comm.recorder()->identity().nodeAddresses;
   if (node >= addresses.size()) return;

@@ -1,6 +1,6 @@
-// The engine's multi-node half: communicators whose ranks live on several daemons (joining and
-// forming them: engine_join.cc). Their operations run as NodePlans: the local step here on the
-// IPC thread, the inter-node step on the NetExecutor's progress thread.
+// NetRunner (net_runner.h): operations of communicators whose ranks live on several daemons
+// (joining and forming them: CommJoiner). Their operations run as NodePlans: the local step here
+// on the IPC thread, the inter-node step on the NetExecutor's progress thread.
 //
 // Failures cross daemons both ways. Every daemon of a communicator keeps a watch (a posted
 // receive) on every other daemon: a failure notice arriving there, or the other daemon going
@@ -10,15 +10,14 @@
 // on it. When every local rank destroyed its handle, a goodbye goes out instead: the other
 // daemons treat that daemon's ranks as departed (only work that needs them fails, as with a
 // local destroy) and end their watch on it.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/session/engine.h"
+#include "daemon/session/local_runner.h"
+#include "daemon/session/net_runner.h"
 #include "daemon/session/net_seq.h"
 #include "daemon/session/notices.h"
 #include "daemon/session/validate.h"
@@ -77,17 +76,33 @@ coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t n
   return job;
 }
 
-// What each rank contributes to a split among daemons, in int32 words: its color and key, and an
-// identity its daemon drew for the child it may found (the child takes the one of its lowest
-// parent rank, so every daemon names the child alike, and no identity comes from the parent's).
-constexpr size_t kSplitWords = 4;
-
 }  // namespace
 
-void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
-                            Match match) {
-  const PendingOp& head = match.ops.front();
-  if (isPointToPoint(head.type)) return transferAcrossNodes(comm, net, std::move(match));
+NetRunner::NetRunner(EngineContext* context)
+    : context_(*context),
+      multiNode_(context->multiNode),
+      transfers_({&multiNode_.direct, multiNode_.netOptions.chunkBytes,
+                  context->options.stagingChunkBytes, context->options.metrics},
+                 &context->staging, &context->copier) {}
+
+uint64_t NetRunner::identityOf(uint64_t commId) const {
+  auto net = netComms_.find(commId);
+  return net == netComms_.end() ? 0 : net->second.identity;
+}
+
+int NetRunner::doneFd() const { return multiNode_.enabled() ? multiNode_.executor->doneFd() : -1; }
+
+void NetRunner::run(const std::shared_ptr<Communicator>& comm, Match match) {
+  auto net = netComms_.find(comm->id());
+  HC_CHECK(net != netComms_.end());
+  if (isPointToPoint(match.ops.front().type)) {
+    return runTransfer(comm, net->second, std::move(match));
+  }
+  runCollective(comm, net->second, std::move(match));
+}
+
+void NetRunner::runCollective(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                              Match match) {
   // Device memory the transport could take in place still stages for a collective: its
   // algorithms among daemons combine and copy on the CPU.
   const bool anyDirect = std::any_of(match.ops.begin(), match.ops.end(), [&](const PendingOp& op) {
@@ -96,7 +111,7 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
     }
     return false;
   });
-  countStaging(match, anyDirect ? "collective_on_host" : "transport_host_only");
+  context_.observer.countStaging(match, anyDirect ? "collective_on_host" : "transport_host_only");
   NetRun run;
   run.comm = comm;
   run.match = std::move(match);
@@ -113,13 +128,13 @@ void Engine::runAcrossNodes(const std::shared_ptr<Communicator>& comm, const Net
                         first.root,
                         first.count,
                         needsStaging(run.match.ops) ? std::max<uint64_t>(
-                                                          options_.stagingChunkBytes, 1)
+                                                          context_.options.stagingChunkBytes, 1)
                                                     : 0};
   run.kind = NetRun::Kind::Agree;
   exchange(net, std::move(run), &mine, sizeof(mine));
 }
 
-void Engine::exchange(const NetComm& net, NetRun run, const void* mine, size_t bytes) {
+void NetRunner::exchange(const NetComm& net, NetRun run, const void* mine, size_t bytes) {
   run.notice.assign(net.nodes.size() * bytes, 0);
   std::memcpy(run.notice.data() + net.layout->self * bytes, mine, bytes);
   coll::net::NetJob job;
@@ -135,7 +150,7 @@ void Engine::exchange(const NetComm& net, NetRun run, const void* mine, size_t b
   submitNet(std::move(run), std::move(job));
 }
 
-void Engine::onAgreement(NetRun run) {
+void NetRunner::onAgreement(NetRun run) {
   const auto& layout = *run.layout;
   auto net = netComms_.find(run.comm->id());
   std::vector<Descriptor> all(layout.nodes());
@@ -178,17 +193,12 @@ void Engine::onAgreement(NetRun run) {
   // Host memory on every daemon: the op runs whole, on the clients' segments.
   coll::LocalOp lop{head.type, head.dtype, head.redop, head.root, head.count};
   auto plan = coll::hier::NodePlan::make(lop, layout, matchBuffers(run.match), &scratch_);
-  if (!plan.isOk()) {
-    run.comm->finishMatch(run.match, plan.status());
-    run.comm->fail(plan.status());
-    progress(run.comm);
-    return;
-  }
+  if (!plan.isOk()) return failBeforeWire(run.comm, run.match, plan.status());
   run.plan = std::move(plan.value());
   startNetOp(net->second, std::move(run));
 }
 
-void Engine::startNetOp(const NetComm& net, NetRun run) {
+void NetRunner::startNetOp(const NetComm& net, NetRun run) {
   const PendingOp& head = run.match.ops.front();
   run.plan->before();
   coll::net::NetJob job;
@@ -213,166 +223,34 @@ void Engine::startNetOp(const NetComm& net, NetRun run) {
   submitNet(std::move(run), std::move(job));
 }
 
-void Engine::splitAcrossNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net,
-                              const Match& match) {
-  // Every daemon learns every rank's (color, key, identity proposal) by an allgather among the
-  // daemons, then makes the same children.
-  const auto& layout = *net.layout;
-  NetRun run;
-  run.kind = NetRun::Kind::Split;
-  run.comm = comm;
-  run.layout = net.layout;
-  run.notice.assign(static_cast<size_t>(layout.nranks()) * kSplitWords * sizeof(int32_t), 0);
-  for (size_t i = 0; i < match.ops.size(); ++i) {
-    Result<uint64_t> proposal = peer::drawCommIdentity();
-    if (!proposal.isOk()) {
-      comm->finishMatch(match, proposal.status());
-      return;
-    }
-    int32_t words[kSplitWords] = {match.ops[i].splitColor, match.ops[i].splitKey};
-    std::memcpy(&words[2], &proposal.value(), sizeof(uint64_t));
-    const uint64_t slot = layout.slotOf(static_cast<uint32_t>(match.refs[i].rank), kSplitWords);
-    std::memcpy(run.notice.data() + slot * sizeof(int32_t), words, sizeof(words));
-  }
-  coll::net::NetJob job;
-  job.spec.kind = coll::net::NetOpKind::AllGather;
-  job.spec.self = layout.self;
-  job.spec.comm = net.identity;
-  job.spec.seq = collectiveSeq(match.seq);
-  job.spec.dtype = 2;  // int32
-  for (const auto& ranks : layout.ranksOfNode) {
-    job.spec.blockCounts.push_back(ranks.size() * kSplitWords);
-  }
-  job.spec.buffer = run.notice.data();
-  job.spec.options = multiNode_.netOptions;
-  job.nodes = net.nodes;
-  run.match = match;
-  submitNet(std::move(run), std::move(job));
+void NetRunner::failBeforeWire(const std::shared_ptr<Communicator>& comm, const Match& match,
+                               const Status& why) {
+  comm->finishMatch(match, why);
+  comm->fail(why);
+  context_.progress(comm);
 }
 
-void Engine::finishSplitAcrossNodes(NetRun& run) {
-  const auto& parent = *run.layout;
-  const Match& match = run.match;
-  auto parentNet = netComms_.find(run.comm->id());
-  if (parentNet == netComms_.end()) {
-    run.comm->finishMatch(match, unavailable("the communicator went away during the split"));
-    return;
-  }
-  // color -> (key, parent rank); new ranks by key, ties by parent rank (NCCL's rule).
-  std::map<int32_t, std::vector<std::pair<int32_t, uint32_t>>> byColor;
-  // color -> the child's identity: the proposal of its lowest parent rank.
-  std::map<int32_t, uint64_t> identityOf;
-  for (uint32_t r = 0; r < static_cast<uint32_t>(parent.nranks()); ++r) {
-    int32_t words[kSplitWords];
-    std::memcpy(words, run.notice.data() + parent.slotOf(r, kSplitWords) * sizeof(int32_t),
-                sizeof(words));
-    if (words[0] == ipc::kSplitNoColor) continue;
-    byColor[words[0]].emplace_back(words[1], r);
-    uint64_t proposal;
-    std::memcpy(&proposal, &words[2], sizeof(proposal));
-    identityOf.try_emplace(words[0], proposal);  // ranks ascend: the first is the lowest
-  }
-  // Two children of one split share an identity, or one is taken here already, only by a broken
-  // random source: the split fails as a whole before any child forms.
-  std::set<uint64_t> distinct;
-  for (const auto& [color, identity] : identityOf) {
-    const bool here = std::any_of(match.ops.begin(), match.ops.end(),
-                                  [c = color](const PendingOp& op) { return op.splitColor == c; });
-    if (!distinct.insert(identity).second ||
-        (here && multiNode_.executor->identities().lookup(identity) !=
-                     coll::net::CommIdentities::Known::Unknown)) {
-      const Status why = internalError("split: the identity drawn for color " +
-                                       std::to_string(color) + " is taken; refusing the split");
-      spdlog::error("communicator {:x}: {}", run.comm->id(), why.message());
-      run.comm->finishMatch(match, why);
-      return;
-    }
-  }
-  std::vector<Communicator::OpResult> results(match.ops.size());
-  for (auto& [color, members] : byColor) {
-    std::sort(members.begin(), members.end());
-    const int n = static_cast<int>(members.size());
-    std::vector<int> childOf(parent.nranks(), -1);
-    for (int c = 0; c < n; ++c) childOf[members[c].second] = c;
-    // The child's nodes: the parent's nodes that hold members, in the parent's order.
-    std::vector<std::vector<uint32_t>> ranksOfNode;
-    std::vector<transport::PeerAddress> nodes;
-    std::vector<std::string> peerAddresses;  // for the child's flight recorder
-    const std::vector<std::string>* parentAddresses =
-        run.comm->recorder() ? &run.comm->recorder()->identity().nodeAddresses : nullptr;
-    uint32_t self = UINT32_MAX;
-    for (uint32_t pn = 0; pn < parent.nodes(); ++pn) {
-      std::vector<uint32_t> ranks;
-      for (uint32_t r : parent.ranksOfNode[pn]) {
-        if (childOf[r] >= 0) ranks.push_back(static_cast<uint32_t>(childOf[r]));
-      }
-      if (ranks.empty()) continue;
-      std::sort(ranks.begin(), ranks.end());
-      if (pn == parent.self) self = static_cast<uint32_t>(ranksOfNode.size());
-      ranksOfNode.push_back(std::move(ranks));
-      nodes.push_back(parentNet->second.nodes[pn]);
-      if (parentAddresses && pn < parentAddresses->size()) {
-        peerAddresses.push_back((*parentAddresses)[pn]);
-      }
-    }
-    std::vector<std::vector<int>> recordedRanks;
-    for (const auto& ranks : ranksOfNode) recordedRanks.emplace_back(ranks.begin(), ranks.end());
-    if (self == UINT32_MAX) continue;  // no member here
-    auto layout = coll::hier::NodeLayout::make(self, std::move(ranksOfNode));
-    if (!layout.isOk()) {
-      run.comm->finishMatch(match, layout.status());
-      return;
-    }
-    const size_t childNodes = layout->nodes();
-    auto made = makeSpanningComm(std::move(layout.value()), identityOf[color], std::move(nodes));
-    // Checked for every color before any child formed (below the byColor loop's start).
-    HC_CHECK(made.isOk());
-    std::shared_ptr<Communicator> child = std::move(made.value());
-    for (size_t i = 0; i < match.ops.size(); ++i) {
-      const int c = childOf[match.refs[i].rank];
-      if (c < 0 || match.ops[i].splitColor != color) continue;
-      const SessionPtr& s = match.ops[i].session;
-      child->setMember(c, s.get());
-      results[i] = {s->addMember(Member{child, c}), c, n};
-    }
-    observe(child, splitKeyHex(run.comm->keyHex(), match.seq, color), std::move(peerAddresses),
-            std::move(recordedRanks));
-    spdlog::info(
-        "communicator {:x} split from {:x}: color {}, {} ranks over {} daemons, identity {:016x}",
-        child->id(), run.comm->id(), color, n, childNodes, identityOf[color]);
-  }
-  run.comm->finishMatch(match, okStatus(), results);
-}
-
-void Engine::endNetRun(NetRun& run, const Status& status) {
+void NetRunner::endNetRun(NetRun& run, const Status& status) {
   run.comm->finishMatch(run.match, status);
   for (auto& op : run.match.ops) op.session->flushCompletions();
-  progress(run.comm);
+  context_.progress(run.comm);
 }
 
-Engine::NetRun& Engine::submitNet(NetRun run, coll::net::NetJob job) {
-  job.id = nextRunId_++;
+NetRunner::NetRun& NetRunner::submitNet(NetRun run, coll::net::NetJob job) {
+  job.id = context_.nextRunId++;
   if (run.kind != NetRun::Kind::Watch && run.kind != NetRun::Kind::Notice) ++netOpsRunning_;
   NetRun& live = netRuns_.emplace(job.id, std::move(run)).first->second;
   multiNode_.executor->submit(std::move(job));
   return live;
 }
 
-void Engine::watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net) {
-  for (uint32_t n = 0; n < net.nodes.size(); ++n) {
-    if (n == net.layout->self) continue;
-    NetRun run;
-    run.kind = NetRun::Kind::Watch;
-    run.comm = comm;
-    run.node = n;
-    run.notice.assign(kNoticeBytes, 0);
-    auto job = noticeJob(coll::net::NetOpKind::Recv, net.layout->self, n, net.identity, run.notice,
-                         net.nodes);
-    submitNet(std::move(run), std::move(job));
-  }
+void NetRunner::watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net) {
+  // A watch is a receive posted for the notice the other daemon may send.
+  noticeRuns(comm, net, NetRun::Kind::Watch,
+             [](uint32_t) { return std::vector<uint8_t>(kNoticeBytes, 0); });
 }
 
-void Engine::collectNet() {
+void NetRunner::collect() {
   if (!multiNode_.enabled()) return;
   for (auto& result : multiNode_.executor->takeResults()) {
     auto it = netRuns_.find(result.id);
@@ -395,12 +273,12 @@ void Engine::collectNet() {
     }
     if (run.kind == NetRun::Kind::Split) {
       if (result.status.isOk()) {
-        finishSplitAcrossNodes(run);
+        finishSplit(run);
       } else {
         run.comm->finishMatch(run.match, result.status);
       }
       for (auto& op : run.match.ops) op.session->flushCompletions();
-      progress(run.comm);
+      context_.progress(run.comm);
       continue;
     }
     if (run.kind == NetRun::Kind::Verdict) {
@@ -425,9 +303,9 @@ void Engine::collectNet() {
   propagateFailures();
 }
 
-void Engine::onWatch(NetRun& run, const Status& status) {
+void NetRunner::onWatch(NetRun& run, const Status& status) {
   const auto& comm = run.comm;
-  if (comm->failed() || comms_.count(comm->id()) == 0) return;  // over already
+  if (comm->failed() || context_.comms.count(comm->id()) == 0) return;  // over already
   auto net = netComms_.find(comm->id());
   std::string ranks;
   if (net != netComms_.end()) {
@@ -450,7 +328,7 @@ void Engine::onWatch(NetRun& run, const Status& status) {
         comm->depart(static_cast<int>(r), unavailable("destroyed its handle of the communicator"),
                      goodbye->counts);
       }
-      progress(comm);
+      context_.progress(comm);
       return;
     }
     why = Status{Code::RemoteError,
@@ -469,7 +347,7 @@ void Engine::onWatch(NetRun& run, const Status& status) {
   } else {
     // Only the transport says a daemon went away; a notice comes from one that is alive.
     why = Status{status.code(), "the daemon of ranks " + ranks + ": " + status.message()};
-    if (status.code() == Code::Unavailable) peerLost(*comm, run.node);
+    if (status.code() == Code::Unavailable) context_.observer.peerLost(*comm, run.node);
   }
   spdlog::warn("communicator {:x}: {}", comm->id(), why.message());
   comm->fail(why);
@@ -477,18 +355,25 @@ void Engine::onWatch(NetRun& run, const Status& status) {
   // peer), so its callers hear the failure now. After a notice our ops end through their aborts
   // (above), each with the words of an op's own notice where one came first.
   if (!status.isOk()) releaseRuns(comm);
-  progress(comm);
+  context_.progress(comm);
 }
 
-void Engine::propagateFailures() {
+void NetRunner::notifyIfFailed(const std::shared_ptr<Communicator>& comm) {
+  if (!comm->failed()) return;
+  if (auto net = netComms_.find(comm->id()); net != netComms_.end()) {
+    if (!net->second.notified) notifyNodes(comm, net->second);
+  }
+}
+
+void NetRunner::propagateFailures() {
   for (auto& [id, net] : netComms_) {
-    auto comm = comms_.find(id);
-    if (comm == comms_.end() || !comm->second->failed()) continue;
+    auto comm = context_.comms.find(id);
+    if (comm == context_.comms.end() || !comm->second->failed()) continue;
     if (!net.notified) notifyNodes(comm->second, net);
   }
 }
 
-void Engine::releaseRuns(const std::shared_ptr<Communicator>& comm) {
+void NetRunner::releaseRuns(const std::shared_ptr<Communicator>& comm) {
   // Inter-node work with a stopped daemon may never end: a send into it waits for a receive that
   // never comes. Its callers hear the failure now; the job keeps the buffers (and the mappings
   // behind them) until the transport lets go, so a late arrival can only land in a buffer whose
@@ -503,7 +388,7 @@ void Engine::releaseRuns(const std::shared_ptr<Communicator>& comm) {
   }
 }
 
-void Engine::notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net) {
+void NetRunner::notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net) {
   net.notified = true;
   // First stop this communicator's inter-node work (running ops tell the daemons they exchange
   // with), then tell every other daemon, whatever it is doing.
@@ -512,22 +397,29 @@ void Engine::notifyNodes(const std::shared_ptr<Communicator>& comm, NetComm& net
   sendNotices(comm, net, [&](uint32_t) { return notice; });
 }
 
-void Engine::sendNotices(const std::shared_ptr<Communicator>& comm, const NetComm& net,
-                         const std::function<std::vector<uint8_t>(uint32_t node)>& noticeFor) {
+void NetRunner::sendNotices(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                            const std::function<std::vector<uint8_t>(uint32_t node)>& noticeFor) {
+  noticeRuns(comm, net, NetRun::Kind::Notice, noticeFor);
+}
+
+void NetRunner::noticeRuns(const std::shared_ptr<Communicator>& comm, const NetComm& net,
+                           NetRun::Kind kind,
+                           const std::function<std::vector<uint8_t>(uint32_t node)>& noticeFor) {
+  const auto op =
+      kind == NetRun::Kind::Watch ? coll::net::NetOpKind::Recv : coll::net::NetOpKind::Send;
   for (uint32_t n = 0; n < net.nodes.size(); ++n) {
     if (n == net.layout->self) continue;
     NetRun run;
-    run.kind = NetRun::Kind::Notice;
+    run.kind = kind;
     run.comm = comm;
     run.node = n;
     run.notice = noticeFor(n);
-    auto job = noticeJob(coll::net::NetOpKind::Send, net.layout->self, n, net.identity, run.notice,
-                         net.nodes);
+    auto job = noticeJob(op, net.layout->self, n, net.identity, run.notice, net.nodes);
     submitNet(std::move(run), std::move(job));
   }
 }
 
-void Engine::retireNet(const std::shared_ptr<Communicator>& comm) {
+void NetRunner::retire(const std::shared_ptr<Communicator>& comm) {
   auto it = netComms_.find(comm->id());
   if (it == netComms_.end()) return;
   if (comm->failed() && !it->second.notified) {

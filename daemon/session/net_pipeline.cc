@@ -1,27 +1,28 @@
-// The CPU-forwarding pipeline: a collective across daemons whose operands need staging (device
-// memory, or the client's own memory) runs in slices (slice_staging.h). While the daemons
-// exchange slice k on the progress thread, this (IPC) thread copies slice k-1's results out and
-// slice k+1's operands in (the two directions side by side, on their own streams) and combines
-// them, so copies overlap each other and the wire. After the last slice the daemons allgather
-// one byte each, whether all their copies succeeded, and every rank of the op gets the same
-// verdict.
+// NetRunner (net_runner.h), the CPU-forwarding pipeline: a collective across daemons whose
+// operands need staging (device memory, or the client's own memory) runs in slices
+// (slice_staging.h). While the daemons exchange slice k on the progress thread, this (IPC) thread
+// copies slice k-1's results out and slice k+1's operands in (the two directions side by side,
+// on their own streams) and combines them, so copies overlap each other and the wire. After the
+// last slice the daemons allgather one byte each, whether all their copies succeeded, and every
+// rank of the op gets the same verdict.
 #include <spdlog/spdlog.h>
 
 #include "daemon/coll/reduce.h"
-#include "daemon/session/engine.h"
+#include "daemon/session/local_runner.h"
+#include "daemon/session/net_runner.h"
 #include "daemon/session/net_seq.h"
 #include "daemon/session/validate.h"
 
 namespace hc::session {
 
-void Engine::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) {
+void NetRunner::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) {
   const PendingOp& head = run.match.ops.front();
   const size_t esz = coll::dtypeSize(head.dtype);
   const int nranks = run.comm->nranks();
   run.pipeline = std::make_unique<Pipeline>();
   run.pipeline->staging = std::make_unique<staging::SliceStaging>(
       head.type, nranks, esz, head.count,
-      staging::sliceCount(head.type, nranks, esz, sliceBytes), &staging_, &copier_);
+      staging::sliceCount(head.type, nranks, esz, sliceBytes), &context_.staging, &context_.copier);
   // Operands that share one device are combined there: one slice leaves the device for the whole
   // daemon instead of one per rank, and the host does not reduce them. Operands on several
   // devices are not: gathering them on one device costs a peer copy each, as much as the copy to
@@ -33,27 +34,27 @@ void Engine::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) 
   if (combine.home != nullptr && !combine.spansDevices &&
       combine.home->capabilities().reduceKernels) {
     run.pipeline->combine = combine;
-    if (options_.metrics != nullptr) options_.metrics->deviceReduction(combine.spansDevices);
+    if (context_.options.metrics != nullptr) {
+      context_.options.metrics->deviceReduction(combine.spansDevices);
+    }
     run.pipeline->staging->combineSends(
-        [this, combine, nranks](const std::vector<staging::Operand>& ops, uint64_t first,
-                                uint64_t count, uint8_t* out) {
-          return staging::combineSlice(ops, combine, nranks, first, count, copier_, out);
+        [&copier = context_.copier, combine, nranks](const std::vector<staging::Operand>& ops,
+                                                     uint64_t first, uint64_t count,
+                                                     uint8_t* out) {
+          return staging::combineSlice(ops, combine, nranks, first, count, copier, out);
         });
   }
   auto first = planSlice(run, 0);
   if (!first.isOk()) {
     // No staging memory: this daemon cannot take part, and the others learn it from the notice.
-    run.comm->finishMatch(run.match, first.status());
-    run.comm->fail(first.status());
-    progress(run.comm);
-    return;
+    return failBeforeWire(run.comm, run.match, first.status());
   }
   run.plan = std::move(first.value());
   NetRun& live = submitSlice(net, std::move(run));
   prepareNextSlice(live);
 }
 
-Result<std::unique_ptr<coll::hier::NodePlan>> Engine::planSlice(NetRun& run, size_t k) {
+Result<std::unique_ptr<coll::hier::NodePlan>> NetRunner::planSlice(NetRun& run, size_t k) {
   const PendingOp& head = run.match.ops.front();
   std::vector<coll::RankBuffers> bufs = matchBuffers(run.match);
   HC_RETURN_IF_ERROR(run.pipeline->staging->stageIn(operandsOf(run.match), k, bufs));
@@ -68,7 +69,7 @@ Result<std::unique_ptr<coll::hier::NodePlan>> Engine::planSlice(NetRun& run, siz
   return std::move(plan.value());
 }
 
-Engine::NetRun& Engine::submitSlice(const NetComm& net, NetRun run) {
+NetRunner::NetRun& NetRunner::submitSlice(const NetComm& net, NetRun run) {
   coll::net::NetJob job;
   job.spec = run.plan->spec();
   job.spec.comm = net.identity;
@@ -78,7 +79,7 @@ Engine::NetRun& Engine::submitSlice(const NetComm& net, NetRun run) {
   return submitNet(std::move(run), std::move(job));
 }
 
-void Engine::prepareNextSlice(NetRun& run) {
+void NetRunner::prepareNextSlice(NetRun& run) {
   Pipeline& p = *run.pipeline;
   const size_t k = p.running + 1;
   if (k >= p.staging->slices()) return p.staging->settle();
@@ -93,7 +94,7 @@ void Engine::prepareNextSlice(NetRun& run) {
   p.next = std::move(plan.value());
 }
 
-void Engine::onSliceDone(NetRun run, const Status& status) {
+void NetRunner::onSliceDone(NetRun run, const Status& status) {
   Pipeline& p = *run.pipeline;
   auto net = netComms_.find(run.comm->id());
   Status failure = status;
@@ -130,13 +131,13 @@ void Engine::onSliceDone(NetRun run, const Status& status) {
   prepareNextSlice(live);
 }
 
-void Engine::startVerdict(const NetComm& net, NetRun run) {
+void NetRunner::startVerdict(const NetComm& net, NetRun run) {
   run.kind = NetRun::Kind::Verdict;
   const uint8_t failed = run.pipeline->staging->failure().isOk() ? 0 : 1;
   exchange(net, std::move(run), &failed, 1);
 }
 
-void Engine::onVerdict(NetRun run, const Status& status) {
+void NetRunner::onVerdict(NetRun run, const Status& status) {
   std::string failedRanks;
   if (status.isOk()) {
     const auto& layout = *run.layout;
