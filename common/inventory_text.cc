@@ -52,11 +52,15 @@ std::string formatSpeed(int64_t megabitsPerSecond) {
 }
 
 std::string formatGpuTable(const std::vector<GpuTableRow>& gpus) {
-  std::vector<TableCells> rows = {{"ID", "VENDOR", "MODEL", "VRAM", "BACKEND", "PCI", "NUMA"}};
+  std::vector<TableCells> rows = {
+      {"ID", "VENDOR", "MODEL", "VRAM", "BACKEND", "PCI", "NUMA", "WEIGHT"}};
   for (const GpuTableRow& gpu : gpus) {
+    char weight[32] = "-";
+    if (gpu.weight > 0) std::snprintf(weight, sizeof(weight), "%.2f", gpu.weight);
     rows.push_back({cellOrDash(gpu.id), cellOrDash(gpu.vendor), cellOrDash(gpu.model),
-                    formatBytes(gpu.vramBytes), cellOrDash(gpu.backend), cellOrDash(gpu.pciBusId),
-                    numaCell(gpu.numaNode)});
+                    (gpu.vramEstimated && gpu.vramBytes > 0 ? "~" : "") + formatBytes(gpu.vramBytes),
+                    cellOrDash(gpu.backend), cellOrDash(gpu.pciBusId),
+                    numaCell(gpu.numaNode), weight});
   }
   return alignColumns(rows);
 }

@@ -20,9 +20,12 @@ struct GpuTableRow {
   std::string backend;
   std::string pciBusId;
   int numaNode = -1;
+  double weight = 0;  // measured speed relative to the node's fastest GPU; 0 = not measured
+  bool vramEstimated = false;  // vramBytes is an estimate, printed "~80.0 GiB"
 };
 
-// GPU rows under the header "ID VENDOR MODEL VRAM BACKEND PCI NUMA". Every column starts at the
+// GPU rows under the header "ID VENDOR MODEL VRAM BACKEND PCI NUMA WEIGHT" (WEIGHT with two
+// decimals, "-" when not measured). Every column starts at the
 // same offset on every line (its header's), two spaces apart, so a reader may split a line at the
 // header's column offsets (model names contain spaces). Unknown values print as "-". Lines end in
 // '\n' with no trailing spaces; no rows give the header alone.

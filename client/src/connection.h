@@ -61,6 +61,9 @@ class Connection {
   // daemon predates it), and naming the root daemon of a communicator key before its CommInit.
   Result<std::string> peerAddress();
   Status nameCommRoot(const uint8_t (&key)[16], const std::string& rootAddress);
+  // The node's GPU `index` and how many there are (protocol minor 5; devices.cc). The reply's
+  // text fields, figures and count were checked by validateFrame; its index is the one asked.
+  Result<ipc::DeviceQueryReplyFrame> queryDevice(uint32_t index);
   // Whether [p, p+bytes) (bytes > 0) is segment heap memory (true) or other host memory (false).
   // A range that straddles the heap's edge, a NULL pointer and a range that wraps are errors,
   // worded to follow the name of the buffer ("send buffer ").
@@ -158,7 +161,7 @@ class Connection {
   Status deadStatus_;
   StagingPool staging_{this};
   PendingWrites pendingWrites_;
-  std::mutex deviceMutex_;  // guards regions_
+  std::mutex deviceMutex_;                                        // guards regions_
   std::map<std::pair<std::string, uint64_t>, uint32_t> regions_;  // (runtime, allocation) -> id
   DoneFlagPool doneFlags_{this};
 };

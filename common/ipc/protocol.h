@@ -24,32 +24,37 @@ constexpr uint16_t kProtocolMajor = 1;        // a different major is refused at
 // 1: p2p, groups, all-to-all, gather/scatter, split, CmaProbe. 2: PeerInfo, CommRoot (multi-node).
 // 3: device memory (MemRegister, MemKind::Device, done flags). 4: CmaProbe carries the client's
 // /proc/self/mem (one fd), and a probe without it is refused (see CmaProbeFrame).
-constexpr uint16_t kProtocolMinor = 4;
+// 5: DeviceQuery (the node's GPUs and their measured speed weights, for hc_get_devices).
+constexpr uint16_t kProtocolMinor = 5;
 // The first minor whose CmaProbe carries the fd: a client asks an older daemon for nothing.
 constexpr uint16_t kCmaProbeFdMinor = 4;
-constexpr size_t kMaxFrameBytes = 1024;       // larger frames are rejected, never truncated
-constexpr size_t kMessageBytes = 200;         // error text carried in Error frames
-constexpr size_t kCompletionText = 100;       // error text carried in completion entries
+// The first minor that answers DeviceQuery: an older daemon would close on the unknown type.
+constexpr uint16_t kDeviceQueryMinor = 5;
+constexpr size_t kMaxFrameBytes = 1024;  // larger frames are rejected, never truncated
+constexpr size_t kMessageBytes = 200;    // error text carried in Error frames
+constexpr size_t kCompletionText = 100;  // error text carried in completion entries
 
 enum class FrameType : uint16_t {
-  Hello = 1,          // client -> daemon, first frame
-  Welcome = 2,        // daemon -> client, + fds [segment memfd, daemon eventfd]
-  Error = 3,          // daemon -> client: the request failed (or the connection is refused)
-  MemAlloc = 4,       // client -> daemon: allocate from the client's segment heap
-  MemAllocReply = 5,  // daemon -> client
-  MemFree = 6,        // client -> daemon
-  MemFreeReply = 7,   // daemon -> client
-  CommAbort = 8,      // client -> daemon: abort one communicator handle, no reply
-  CmaProbe = 9,       // client -> daemon: ask to use cross-memory attach, + fd [/proc/self/mem]
-  CmaProbeReply = 10, // daemon -> client
-  PeerInfo = 11,      // client -> daemon: this daemon's Peer address, for hc_get_unique_id
-  PeerInfoReply = 12, // daemon -> client
-  CommRoot = 13,      // client -> daemon: the root daemon of a communicator key (CommRootFrame)
-  CommRootReply = 14, // daemon -> client
-  MemRegister = 15,      // client -> daemon: map a device allocation (MemRegisterFrame [+ fd])
-  MemRegisterReply = 16, // daemon -> client: its region id
-  MemUnregister = 17,    // client -> daemon: unmap a region
+  Hello = 1,              // client -> daemon, first frame
+  Welcome = 2,            // daemon -> client, + fds [segment memfd, daemon eventfd]
+  Error = 3,              // daemon -> client: the request failed (or the connection is refused)
+  MemAlloc = 4,           // client -> daemon: allocate from the client's segment heap
+  MemAllocReply = 5,      // daemon -> client
+  MemFree = 6,            // client -> daemon
+  MemFreeReply = 7,       // daemon -> client
+  CommAbort = 8,          // client -> daemon: abort one communicator handle, no reply
+  CmaProbe = 9,           // client -> daemon: ask to use cross-memory attach, + fd [/proc/self/mem]
+  CmaProbeReply = 10,     // daemon -> client
+  PeerInfo = 11,          // client -> daemon: this daemon's Peer address, for hc_get_unique_id
+  PeerInfoReply = 12,     // daemon -> client
+  CommRoot = 13,          // client -> daemon: the root daemon of a communicator key (CommRootFrame)
+  CommRootReply = 14,     // daemon -> client
+  MemRegister = 15,       // client -> daemon: map a device allocation (MemRegisterFrame [+ fd])
+  MemRegisterReply = 16,  // daemon -> client: its region id
+  MemUnregister = 17,     // client -> daemon: unmap a region
   MemUnregisterReply = 18,
+  DeviceQuery = 19,       // client -> daemon: one of the node's GPUs, by index (DeviceQueryFrame)
+  DeviceQueryReply = 20,  // daemon -> client: how many there are, and that one
 };
 
 struct FrameHeader {
@@ -214,10 +219,10 @@ constexpr uint32_t pciFunction(uint32_t address) { return address & 0x7u; }
 
 struct MemRegisterFrame {
   FrameHeader header;
-  uint8_t memoryType;  // DeviceMemory
-  uint8_t vendor;      // DeviceVendor
-  uint16_t flags;      // kMemRegister* bits
-  int32_t device;      // the client runtime's ordinal of the device within its vendor
+  uint8_t memoryType;     // DeviceMemory
+  uint8_t vendor;         // DeviceVendor
+  uint16_t flags;         // kMemRegister* bits
+  int32_t device;         // the client runtime's ordinal of the device within its vendor
   uint64_t allocationId;  // the client runtime's id of the allocation (logs, diagnostics)
   uint64_t bytes;         // size of the allocation
   uint32_t handleKind;    // HandleKind
@@ -241,6 +246,49 @@ struct MemUnregisterFrame {
 struct MemUnregisterReplyFrame {
   FrameHeader header;
 };
+
+// The node's GPUs as the daemon found them at start, with the speed weight it measures in the
+// background (a rate relative to the node's fastest measured GPU). One device per reply keeps
+// every frame far under kMaxFrameBytes whatever the node holds: the client asks index 0, learns
+// `total`, and asks the rest. The list does not change while the daemon runs; the measured
+// figures may between two queries. Index 0 is always answered (with total 0 and a zeroed entry
+// on a node without GPUs); any other index at or past `total` is answered with Error
+// (InvalidArgument). Every text field is NUL-terminated and every figure finite and not negative
+// (frames.cc refuses a reply otherwise).
+constexpr uint32_t kDeviceMeasured = 1u << 0;  // DeviceEntry::flags: the figures were measured
+constexpr uint32_t kMaxDeviceEntries = 4096;   // a reply announcing more is refused
+
+struct DeviceEntry {
+  char id[32];           // "nvidia:0", "sim-amd:1", "pci-intel:0"
+  char vendor[16];       // "nvidia", "amd", "intel", ...
+  char backend[16];      // "cuda", "hip", "sim", "none" (found on the bus, no runtime drives it)
+  char model[96];        // "" when unknown
+  char pciBusId[16];     // "0000:3b:00.0"; "" for a simulated device
+  uint64_t memoryBytes;  // 0 when unknown
+  int32_t numaNode;      // -1 when unknown
+  uint32_t flags;        // kDevice* bits; a reader ignores bits it does not know
+  double weight;         // 1.0 = the node's fastest measured GPU; 0 = not measured (see note)
+  double h2dGBps;        // host-to-device staging copy, GB/s; 0 = not measured
+  double d2hGBps;        // device-to-host staging copy
+  double reduceGBps;     // the device's sum reduction kernel
+  double rateGBps;       // the staging + kernel rate the weight is relative to
+  char note[96];         // why it was not measured, or a remark on the figures; may be ""
+};
+static_assert(sizeof(DeviceEntry) == 328 && std::is_standard_layout_v<DeviceEntry>);
+
+struct DeviceQueryFrame {
+  FrameHeader header;
+  uint32_t index;  // 0 .. total - 1
+  uint32_t reserved;
+};
+
+struct DeviceQueryReplyFrame {
+  FrameHeader header;
+  uint32_t total;  // GPUs on the node; 0 means none (then `device` is all zeros)
+  uint32_t index;  // echoes the query's
+  DeviceEntry device;
+};
+static_assert(sizeof(DeviceQueryReplyFrame) == 352);
 
 // ---- the shared segment ------------------------------------------------------------------
 
@@ -310,12 +358,12 @@ struct SubmitEntry {
   uint64_t count;       // elements (allgather: per rank sent; reduce-scatter: per rank received)
   BufferRef send;
   BufferRef recv;
-  uint64_t scalar;      // PreMulSum: the scalar's bytes in dtype, little-endian, zero-padded
+  uint64_t scalar;  // PreMulSum: the scalar's bytes in dtype, little-endian, zero-padded
   // CommInit only:
-  uint8_t key[16];      // communicator key from the unique id
+  uint8_t key[16];  // communicator key from the unique id
   int32_t nranks;
   int32_t rank;
-  int32_t timeoutMs;    // init deadline; ops on the communicator wait without limit when <= 0
+  int32_t timeoutMs;  // init deadline; ops on the communicator wait without limit when <= 0
   uint32_t reserved1;
   // CommSplit only: the new communicator's color (kSplitNoColor: none) and ordering key.
   int32_t splitColor;
@@ -372,8 +420,8 @@ struct SegmentHeader {
   uint64_t segmentBytes;
   uint32_t ringEntries;
   uint32_t reserved;
-  alignas(64) std::atomic<uint32_t> submitTail;  // written by the client
-  alignas(64) std::atomic<uint32_t> submitHead;  // written by the daemon
+  alignas(64) std::atomic<uint32_t> submitTail;      // written by the client
+  alignas(64) std::atomic<uint32_t> submitHead;      // written by the daemon
   alignas(64) std::atomic<uint32_t> daemonSleeping;  // daemon sets it before epoll_wait
   alignas(64) std::atomic<uint32_t> completionTail;  // written by the daemon
   alignas(64) std::atomic<uint32_t> completionHead;  // written by the client
@@ -394,7 +442,9 @@ struct SegmentLayout {
   uint64_t heapBytes;
 };
 constexpr SegmentLayout segmentLayout(uint64_t segmentBytes, uint32_t entries) {
-  auto pageUp = [](uint64_t v) { return (v + kHeapAlignment - 1) / kHeapAlignment * kHeapAlignment; };
+  auto pageUp = [](uint64_t v) {
+    return (v + kHeapAlignment - 1) / kHeapAlignment * kHeapAlignment;
+  };
   SegmentLayout l{};
   l.submitOffset = kHeaderBytes;
   l.completionOffset = pageUp(l.submitOffset + uint64_t{entries} * sizeof(SubmitEntry));

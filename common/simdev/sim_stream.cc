@@ -15,10 +15,12 @@ constexpr std::chrono::microseconds kInterruptibleDelay{2000};
 
 }  // namespace
 
-std::chrono::microseconds simulatedDelay(const StreamTiming& timing, uint64_t timedBytes) {
+std::chrono::microseconds simulatedDelay(const StreamTiming& timing, uint64_t timedBytes,
+                                         TaskKind kind) {
   double us = static_cast<double>(timing.latencyUs) + static_cast<double>(timing.extraDelayUs);
+  const double gbps = kind == TaskKind::Copy ? timing.copyGBps : timing.kernelGBps;
   // GB/s is 1e3 bytes per microsecond.
-  if (timing.copyGBps > 0) us += static_cast<double>(timedBytes) / (timing.copyGBps * 1e3);
+  if (gbps > 0) us += static_cast<double>(timedBytes) / (gbps * 1e3);
   return std::chrono::microseconds(static_cast<int64_t>(std::ceil(us)));
 }
 
@@ -34,10 +36,10 @@ SimStream::~SimStream() {
   worker_.join();
 }
 
-void SimStream::enqueue(Task task, uint64_t timedBytes) {
+void SimStream::enqueue(Task task, uint64_t timedBytes, TaskKind kind) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(Queued{std::move(task), timedBytes});
+    queue_.push_back(Queued{std::move(task), timedBytes, kind});
     ++enqueued_;
   }
   workCv_.notify_one();
@@ -148,7 +150,7 @@ void SimStream::workerLoop() {
     }
     // A failed stream skips the task and its delay; its event still completes.
     if (!failed_.load(std::memory_order_acquire)) {
-      sleepFor(simulatedDelay(timing_, item.timedBytes));
+      sleepFor(simulatedDelay(timing_, item.timedBytes, item.kind));
       Status status = item.task();
       if (!status.isOk()) {
         std::lock_guard<std::mutex> lock(mutex_);

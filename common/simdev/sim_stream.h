@@ -16,16 +16,23 @@
 
 namespace hc::simdev {
 
-// Speed of a simulated copy engine: before it runs, each task sleeps
-// latencyUs + timedBytes / copyGBps (0 = unlimited) + extraDelayUs. 1 GB = 1e9 bytes.
+// Speed of a simulated copy engine and kernels: before it runs, each task sleeps
+// latencyUs + timedBytes / rate (0 = unlimited) + extraDelayUs, the rate being copyGBps for a
+// copy and kernelGBps for a kernel. 1 GB = 1e9 bytes.
 struct StreamTiming {
   double copyGBps = 0;
   uint32_t latencyUs = 0;
   uint32_t extraDelayUs = 0;
+  // 0: a kernel pays the latency and its own run time only (a GPU kernel reads device memory
+  // far faster than a copy engine moves bytes over PCIe, so the real reduction is the cost).
+  double kernelGBps = 0;
 };
 
+enum class TaskKind : uint8_t { Copy, Kernel };
+
 // The simulated delay of one task of `timedBytes` bytes under `timing`.
-std::chrono::microseconds simulatedDelay(const StreamTiming& timing, uint64_t timedBytes);
+std::chrono::microseconds simulatedDelay(const StreamTiming& timing, uint64_t timedBytes,
+                                         TaskKind kind = TaskKind::Copy);
 
 // One worker thread runs tasks in enqueue order, like a GPU stream. After a task fails the stream
 // is failed (sticky, like a CUDA sticky error): later tasks are skipped without their delay
@@ -45,7 +52,7 @@ class SimStream {
   SimStream& operator=(const SimStream&) = delete;
 
   // Non-blocking. `timedBytes` sets the task's simulated transfer time (see StreamTiming).
-  void enqueue(Task task, uint64_t timedBytes = 0);
+  void enqueue(Task task, uint64_t timedBytes = 0, TaskKind kind = TaskKind::Copy);
   // Non-blocking. An event is the count of tasks enqueued so far; it is done once every task up
   // to that one has finished. Event 0 (nothing enqueued yet) is always done.
   uint64_t record();
@@ -79,6 +86,7 @@ class SimStream {
   struct Queued {
     Task task;
     uint64_t timedBytes;
+    TaskKind kind;
   };
 
   void workerLoop();

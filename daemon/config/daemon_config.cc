@@ -256,6 +256,16 @@ hc::Status validateSim(const DaemonConfig& c, const Fail& fail) {
                 "devices.sim.copy_gbps must be a finite number >= 0 (GB/s; 0 = unlimited), got " +
                     got.str());
   }
+  const size_t simDevices = static_cast<size_t>(c.simNvidia) + static_cast<size_t>(c.simAmd);
+  if (!c.simDeviceMbps.empty() && c.simDeviceMbps.size() != simDevices) {
+    return fail("devices.sim.device_mbps",
+                "devices.sim.device_mbps lists " + std::to_string(c.simDeviceMbps.size()) +
+                    " speeds for " + std::to_string(simDevices) +
+                    " sim devices (one per device: nvidia first, then amd)");
+  }
+  for (uint32_t mbps : c.simDeviceMbps) {
+    if (mbps == 0) return fail("devices.sim.device_mbps", "devices.sim.device_mbps: a speed is 0");
+  }
   const std::pair<const char*, uint32_t> delays[] = {
       {"devices.sim.latency_us", c.simLatencyUs},
       {"devices.sim.slow_stream_us", c.simSlowStreamUs}};

@@ -122,6 +122,10 @@ struct DaemonConfig {
   // learns another process's handle could have the daemon map that memory. false: only VMM
   // memory handed over as an fd (the kernel checks the client holds it) is accepted.
   bool devicesLegacyIpc = true;
+  // measure: time each GPU's copies and reduction kernel on a thread of its own at startup, for
+  // the weights hcctl devices, Control.GetNode, /metrics and hc_get_devices() report; false =
+  // weights only when an operator asks (hcctl devices --measure).
+  bool devicesMeasure = true;
   // [devices.sim]: simulated GPUs (daemon/device/sim) for machines without GPUs: tests, demos,
   // mixed-vendor setups on one machine. The server turns these into device::SimNodeOptions.
   int32_t simNvidia = 0;      // nvidia: sim devices labelled nvidia (0..16)
@@ -134,6 +138,10 @@ struct DaemonConfig {
   uint64_t simMemoryBytes = 16ull << 30;  // memory_bytes: nominal memory each sim device reports
   // nic_direct: the transport may reach sim memory in place (SimDevice::exposeToTransport).
   bool simNicDirect = false;
+  // device_mbps: empty, or one speed per sim device (nvidia 0.., then amd 0..) in MB/s (1e6
+  // bytes/s) at which it copies and runs kernels, replacing copy_gbps for it: GPUs of different
+  // speeds on one node.
+  std::vector<uint32_t> simDeviceMbps;
 
   bool operator==(const DaemonConfig&) const = default;
 };

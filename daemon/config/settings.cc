@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 51> kSettings = {{
+const std::array<Setting, 53> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"server", "state_dir", &C::stateDir, "--state-dir",
@@ -100,6 +100,9 @@ const std::array<Setting, 51> kSettings = {{
     {"devices", "legacy_ipc", &C::devicesLegacyIpc, "",
      "accept device memory named by a legacy IPC handle, which any process that learns it can "
      "name; false = only VMM memory passed as an fd"},
+    {"devices", "measure", &C::devicesMeasure, "",
+     "time each GPU's copies and reduction kernel at startup (a background thread, tens of ms "
+     "per GPU) for the device weights; false = only when hcctl devices --measure asks"},
     {"devices.sim", "nvidia", &C::simNvidia, "",
      "simulated GPUs labelled nvidia (0..16); for machines without GPUs"},
     {"devices.sim", "amd", &C::simAmd, "", "simulated GPUs labelled amd (0..16)"},
@@ -113,6 +116,9 @@ const std::array<Setting, 51> kSettings = {{
      "fault injection: extra microseconds per task on every sim stream (<= 10000000)"},
     {"devices.sim", "memory_bytes", &C::simMemoryBytes, "",
      "memory each sim device reports (nominal: nothing is reserved)"},
+    {"devices.sim", "device_mbps", &C::simDeviceMbps, "",
+     "one speed per sim device (nvidia first, then amd) in MB/s for its copies and kernels, "
+     "replacing copy_gbps: GPUs of different speeds; empty = all alike"},
     {"devices.sim", "nic_direct", &C::simNicDirect, "",
      "the transport may reach sim memory in place, as a NIC with GPUDirect RDMA reaches a GPU's"},
 }};

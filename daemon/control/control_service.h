@@ -4,11 +4,13 @@
 // of the communicator on a thread of its own (control_lists.cc). Everything about clients and
 // communicators is limited to what the caller may see (caller.h): its own uid's, or all for an
 // admin; a communicator it may not see is answered NOT_FOUND, as one that does not exist.
+// MeasureDevices times the GPUs again on a thread of its own (admins only).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -30,6 +32,12 @@ struct ControlSources {
   // Who is on each admin-socket connection (ControlServer fills it). Without it every caller is
   // unknown and sees nothing of any tenant.
   std::shared_ptr<const CallerRegistry> callers;
+  // The GPU rows as they are now (their measured speeds change after startup). Without it
+  // GetNode answers NodeInfo's rows.
+  std::function<std::vector<NodeGpu>()> gpus;
+  // Measures every GPU again, blocking for tens of milliseconds per GPU, and returns the rows.
+  // Without it MeasureDevices answers UNIMPLEMENTED.
+  std::function<std::vector<NodeGpu>()> measureGpus;
 };
 
 class ControlService final : public hetero_comm::v1::Control::CallbackService {
@@ -57,6 +65,10 @@ class ControlService final : public hetero_comm::v1::Control::CallbackService {
   grpc::ServerUnaryReactor* TraceCommunicator(
       grpc::CallbackServerContext* context, const hetero_comm::v1::TraceCommunicatorRequest* request,
       hetero_comm::v1::TraceCommunicatorResponse* response) override;
+  // Admins only (it occupies every GPU of the node for a moment): PERMISSION_DENIED for others.
+  grpc::ServerUnaryReactor* MeasureDevices(
+      grpc::CallbackServerContext* context, const hetero_comm::v1::MeasureDevicesRequest* request,
+      hetero_comm::v1::MeasureDevicesResponse* response) override;
 
  private:
   // Who makes the call: the admin socket's registry for "fd:N" peers, an admin for a TCP peer
@@ -73,6 +85,7 @@ class ControlService final : public hetero_comm::v1::Control::CallbackService {
 
   const NodeInfo node_;  // read-only after construction: any thread may read it
   const ControlSources sources_;
+  // Traces and measurements under way, each on a thread of its own; the destructor waits.
   std::mutex tracesMutex_;
   std::condition_variable tracesDone_;
   int tracesRunning_ = 0;

@@ -9,6 +9,18 @@
 
 namespace hc::control {
 
+// A GPU's measured speed (hetero_comm.v1.DeviceSpeed has the meaning of each figure).
+struct NodeGpuSpeed {
+  bool measured = false;
+  double h2dGBps = 0;
+  double d2hGBps = 0;
+  double reduceGBps = 0;
+  double rateGBps = 0;
+  double weight = 0;  // relative to the node's fastest measured GPU; 0 when not measured
+  int64_t measuredUnixMs = 0;
+  std::string note;  // why it is not measured
+};
+
 struct NodeGpu {
   std::string id;  // the inventory's id: "nvidia:0", "sim-amd:1", "pci-intel:0"
   std::string vendor;
@@ -18,6 +30,17 @@ struct NodeGpu {
   std::string pciBusId;    // "" when not on PCI
   int numaNode = -1;       // -1 when unknown
   std::string driver;
+  std::string driverVersion;
+  std::string modelSource;  // see hetero_comm.v1.Gpu
+  std::string vramSource;
+  bool vramEstimated = false;
+  std::string linkSpeed;
+  int linkWidth = 0;
+  std::string maxLinkSpeed;
+  int maxLinkWidth = 0;
+  std::vector<std::string> nearestNics;
+  std::string nicLocality;
+  NodeGpuSpeed speed;
 };
 
 struct NodeNic {

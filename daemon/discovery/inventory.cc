@@ -16,6 +16,8 @@ GpuRow rowFromRuntime(const device::DeviceInfo& info) {
   row.model = info.model;
   row.vramBytes = info.memoryBytes;
   row.backend = info.backend.empty() ? std::string(kBackendNone) : info.backend;
+  if (!row.model.empty()) row.modelSource = row.backend;
+  if (row.vramBytes != 0) row.vramSource = row.backend;
   row.deviceIndex = info.index;
   return row;
 }
@@ -25,8 +27,20 @@ GpuRow rowFromRuntime(const device::DeviceInfo& info) {
 void mergePci(const PciGpu& gpu, GpuRow& row) {
   row.placement = gpu.placement;
   row.driver = gpu.driver;
-  if (row.model.empty()) row.model = gpu.model;
-  if (row.vramBytes == 0) row.vramBytes = gpu.vramBytes;
+  row.driverVersion = gpu.driverVersion;
+  if (row.model.empty()) {
+    row.model = gpu.model;
+    row.modelSource = gpu.modelSource;
+  }
+  if (row.vramBytes == 0) {
+    row.vramBytes = gpu.vramBytes;
+    row.vramSource = gpu.vramSource;
+    row.vramEstimated = gpu.vramEstimated;
+  }
+  row.linkSpeed = gpu.linkSpeed;
+  row.linkWidth = gpu.linkWidth;
+  row.maxLinkSpeed = gpu.maxLinkSpeed;
+  row.maxLinkWidth = gpu.maxLinkWidth;
 }
 
 GpuRow rowFromPci(const PciGpu& gpu, int ordinal) {

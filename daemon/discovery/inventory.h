@@ -27,6 +27,22 @@ namespace hc::discovery {
 
 constexpr const char* kBackendNone = "none";  // a GPU no runtime in this daemon drives
 
+// How fast a device moves and combines a collective's bytes, measured by the daemon
+// (device_speed.h). Not measured: all figures 0 and `note` says why.
+struct DeviceSpeed {
+  bool measured = false;
+  double h2dGBps = 0;     // host (pinned) -> device copies, 1 GB = 1e9 bytes
+  double d2hGBps = 0;     // device -> host copies
+  double reduceGBps = 0;  // float32 sum of two device buffers, bytes of one input per second
+  // The rate a byte goes through staging in, the kernel and staging out one after another:
+  // 1 / (1/h2d + 1/d2h + 1/reduce). What the weight compares.
+  double rateGBps = 0;
+  // rateGBps relative to the fastest measured GPU of this node (that one is 1.0); 0 unmeasured.
+  double weight = 0;
+  int64_t measuredUnixMs = 0;  // wall clock of the measurement; 0 unmeasured
+  std::string note;            // why it was not measured ("fault injection is on", ...)
+};
+
 struct GpuRow {
   std::string id;          // see the scheme above
   std::string vendor;      // "nvidia", "amd", "intel"
@@ -34,6 +50,22 @@ struct GpuRow {
   uint64_t vramBytes = 0;  // the runtime's figure, else the driver's; 0 when unknown
   std::string backend;     // "cuda", "hip", "sim", "none"
   std::string driver;      // the bound kernel driver; "" when unbound or not on PCI
+  std::string driverVersion;  // the driver module's version; "" when unknown
+  // Where model and vramBytes came from: a runtime ("cuda", "hip", "sim"), the driver's sysfs or
+  // procfs ("amdgpu", "nvidia", "i915", "xe"), Debian's PCI id database ("pci.ids"), the bare
+  // PCI ids ("pci-id", model only), or the size of the GPU's largest PCI memory window
+  // ("pci-bar", VRAM only: an estimate, see vramEstimated). "" when the value is unknown.
+  std::string modelSource;
+  std::string vramSource;
+  // vramBytes is the size of the memory window the GPU opens on the bus (vramSource "pci-bar"),
+  // not a figure any driver gave: an 80 GB board with a resizable BAR shows 128 GiB (rounded up
+  // to a power of two), an older board without one 256 MiB. Tables print it as "~128.0 GiB".
+  bool vramEstimated = false;
+  // PCIe link: current and maximum speed ("16.0 GT/s PCIe") and width (lanes); ""/0 unknown.
+  std::string linkSpeed;
+  int linkWidth = 0;
+  std::string maxLinkSpeed;
+  int maxLinkWidth = 0;
   PciPlacement placement;  // busId (canonical) and NUMA node; empty for simulated devices
   // DeviceInfo::index of the registry device behind this row; -1 for backend "none".
   int deviceIndex = -1;
@@ -41,6 +73,7 @@ struct GpuRow {
   // Unknown when the GPU is not on PCI or no NIC is.
   std::vector<std::string> nearestNics;
   Locality nicLocality = Locality::Unknown;
+  DeviceSpeed speed;  // filled by measureDeviceSpeeds (device_speed.h), not by buildInventory
 };
 
 struct Inventory {

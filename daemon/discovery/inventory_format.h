@@ -12,8 +12,8 @@
 namespace hc::discovery {
 
 // The GPU rows as formatGpuTable (common/inventory_text.h) prints them: "ID VENDOR MODEL VRAM
-// BACKEND PCI NUMA", columns aligned at their headers' offsets; an inventory without GPUs gives
-// the header alone.
+// BACKEND PCI NUMA WEIGHT", columns aligned at their headers' offsets; an inventory without GPUs
+// gives the header alone.
 std::string formatInventoryTable(const Inventory& inventory);
 
 // Network interfaces, same layout: "NAME STATE SPEED MTU KIND PCI NUMA RDMA", KIND being "pci",

@@ -10,6 +10,7 @@ using nlohmann::json;
 
 json numaJson(int node) { return node < 0 ? json(nullptr) : json(node); }
 json textOrNull(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
+json countOrNull(int count) { return count > 0 ? json(count) : json(nullptr); }
 
 json placementFields(const PciPlacement& placement) {
   return {{"pciBusId", textOrNull(placement.busId)},
@@ -22,8 +23,16 @@ json gpuJson(const GpuRow& gpu) {
               {"vendor", gpu.vendor},
               {"model", gpu.model},
               {"vramBytes", gpu.vramBytes == 0 ? json(nullptr) : json(gpu.vramBytes)},
+              {"modelSource", textOrNull(gpu.modelSource)},
+              {"vramSource", textOrNull(gpu.vramSource)},
+              {"vramEstimated", gpu.vramEstimated},
               {"backend", gpu.backend},
               {"driver", textOrNull(gpu.driver)},
+              {"driverVersion", textOrNull(gpu.driverVersion)},
+              {"linkSpeed", textOrNull(gpu.linkSpeed)},
+              {"linkWidth", countOrNull(gpu.linkWidth)},
+              {"maxLinkSpeed", textOrNull(gpu.maxLinkSpeed)},
+              {"maxLinkWidth", countOrNull(gpu.maxLinkWidth)},
               {"deviceIndex", gpu.deviceIndex < 0 ? json(nullptr) : json(gpu.deviceIndex)},
               {"nearestNics", gpu.nearestNics},
               {"nicLocality", localityName(gpu.nicLocality)}};

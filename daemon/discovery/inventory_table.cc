@@ -19,7 +19,8 @@ std::string formatInventoryTable(const Inventory& inventory) {
   std::vector<GpuTableRow> rows;
   for (const GpuRow& gpu : inventory.gpus) {
     rows.push_back({gpu.id, gpu.vendor, gpu.model, gpu.vramBytes, gpu.backend, gpu.placement.busId,
-                    gpu.placement.numaNode});
+                    gpu.placement.numaNode, gpu.speed.measured ? gpu.speed.weight : 0,
+                    gpu.vramEstimated});
   }
   return formatGpuTable(rows);
 }

@@ -40,15 +40,26 @@ struct PciGpu {
   uint16_t subsystemDeviceId = 0;
   uint32_t classCode = 0;
   std::string driver;  // bound driver: "nvidia", "amdgpu", "i915", "xe", "vfio-pci"; "" if none
+  // `/sys/module/<driver>/version` (out-of-tree and DKMS modules have one), for nvidia also its
+  // procfs version; "" for in-tree drivers, which carry the kernel's version instead.
+  std::string driverVersion;
   // The driver's product name (amdgpu `product_name`, the nvidia driver's procfs "Model"), else
-  // "<Vendor> device 0x<device id>" and modelFromDriver false.
+  // the PCI id database's (pci_ids.h), else "<Vendor> device 0x<device id>".
   std::string model;
   bool modelFromDriver = false;
-  uint64_t vramBytes = 0;  // amdgpu `mem_info_vram_total`; 0 when the driver does not say
-  std::string uuid;        // the nvidia driver's "GPU UUID"; "" when not known
-  std::string linkSpeed;   // `current_link_speed`, e.g. "16.0 GT/s PCIe"; "" when not reported
-  int linkWidth = 0;       // `current_link_width` lanes; 0 when not reported
-  std::string localCpus;   // `local_cpulist`, e.g. "0-15,32-47"; "" when not reported
+  std::string modelSource;  // "amdgpu", "nvidia", "pci.ids" or "pci-id" (the fallback)
+  // amdgpu `mem_info_vram_total`, the xe tiles' `physical_vram_size_bytes` summed, i915's
+  // `lmem_total_bytes`; for NVIDIA, whose driver publishes no size, the largest prefetchable
+  // memory BAR (vramEstimated). 0 when unknown.
+  uint64_t vramBytes = 0;
+  std::string vramSource;  // "amdgpu", "xe", "i915", "pci-bar"; "" when unknown
+  bool vramEstimated = false;
+  std::string uuid;          // the nvidia driver's "GPU UUID"; "" when not known
+  std::string linkSpeed;     // `current_link_speed`, e.g. "16.0 GT/s PCIe"; "" when not reported
+  int linkWidth = 0;         // `current_link_width` lanes; 0 when not reported
+  std::string maxLinkSpeed;  // `max_link_speed`: what the slot and device could train to
+  int maxLinkWidth = 0;      // `max_link_width` lanes; 0 when not reported
+  std::string localCpus;     // `local_cpulist`, e.g. "0-15,32-47"; "" when not reported
 };
 
 struct PciScan {
@@ -58,9 +69,10 @@ struct PciScan {
   std::vector<std::string> notes;
 };
 
-// Reads <sys>/bus/pci/devices/* (and, for NVIDIA GPUs, <proc>/driver/nvidia/gpus/<bus id>/
-// information when the driver provides it). Never fails: a missing tree is an empty scan.
-// Control path: reads a few files per PCI function.
+// Reads <sys>/bus/pci/devices/* and the driver's files (<sys>/module/<driver>/version; for
+// NVIDIA GPUs <proc>/driver/nvidia/gpus/<bus id>/information and <proc>/driver/nvidia/version),
+// and looks up in <pciIds> the GPUs no driver names. Never fails: a missing tree is an empty scan.
+// Control path: reads a few files per PCI function, and the id database once per vendor.
 PciScan scanPciGpus(const SystemRoots& roots = {});
 
 }  // namespace hc::discovery

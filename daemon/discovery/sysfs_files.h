@@ -19,10 +19,17 @@
 
 namespace hc::discovery {
 
-// Where discovery reads the kernel's view of the node. Tests point these at a fake tree.
+// The PCI id database (pci_ids.h): Debian's package pci.ids installs it here; hwdata-based
+// distributions keep it in the second place, which is tried when the first is absent.
+constexpr const char* kDebianPciIds = "/usr/share/misc/pci.ids";
+constexpr const char* kHwdataPciIds = "/usr/share/hwdata/pci.ids";
+
+// Where discovery reads the kernel's view of the node, and the file that names PCI devices.
+// Tests point these at a fake tree.
 struct SystemRoots {
   std::filesystem::path sys = "/sys";
   std::filesystem::path proc = "/proc";
+  std::filesystem::path pciIds = kDebianPciIds;
 };
 
 // A whole small attribute file (at most 64 KiB), with trailing whitespace removed. NotFound when

@@ -69,7 +69,17 @@ DaemonMetrics::DaemonMetrics(BuildInfo build)
           "Messages from peer daemons dropped unread, by reason: stale (their communicator is "
           "gone here), unknown (no communicator here took their identity in time), over_limit "
           "(beyond what is held per peer for communicators not formed here yet).",
-          {"reason"})) {
+          {"reason"})),
+      deviceWeight_(registry_.gauge(
+          "hetero_comm_device_weight",
+          "A GPU's measured rate (staging in, sum kernel, staging out) relative to the fastest "
+          "GPU of this node, which is 1; a framework may share work out by it.",
+          {"device"})),
+      deviceRate_(registry_.gauge(
+          "hetero_comm_device_rate_gbps",
+          "The rate the weight compares, GB/s: 1 / (1/host-to-device + 1/device-to-host + "
+          "1/sum kernel).",
+          {"device"})) {
   buildInfo_.set(
       {build.version, build.cuda ? "true" : "false", build.rocm ? "true" : "false", build.ucx}, 1);
   // Present from the start: "no clients" is a reading, not a missing series.
@@ -113,6 +123,11 @@ void DaemonMetrics::unexpectedMessagesDropped(std::string_view reason, uint64_t 
 
 void DaemonMetrics::setDeviceDirect(std::string_view device, bool direct) {
   deviceDirect_.set({std::string(device)}, direct ? 1 : 0);
+}
+
+void DaemonMetrics::setDeviceWeight(std::string_view device, double weight, double rateGBps) {
+  deviceWeight_.set({std::string(device)}, weight);
+  deviceRate_.set({std::string(device)}, rateGBps);
 }
 
 void DaemonMetrics::deviceReduction(bool acrossDevices) {

@@ -67,6 +67,9 @@ class DaemonMetrics {
   void unexpectedMessagesDropped(std::string_view reason, uint64_t count);
   // The startup probe's verdict for a device ("sim:nvidia:0", "cuda:nvidia:1").
   void setDeviceDirect(std::string_view device, bool direct);
+  // A GPU's measured speed relative to the node's fastest (1.0), by its inventory id
+  // ("nvidia:0", "sim-amd:1"); rateGBps is the figure the weight compares.
+  void setDeviceWeight(std::string_view device, double weight, double rateGBps);
 
   // The whole set in the text exposition format 0.0.4.
   std::string render() const;
@@ -85,6 +88,8 @@ class DaemonMetrics {
   CounterFamily& directTransfers_;
   GaugeFamily& deviceDirect_;
   CounterFamily& unexpectedMessages_;
+  GaugeFamily& deviceWeight_;
+  GaugeFamily& deviceRate_;
 };
 
 }  // namespace hc::metrics

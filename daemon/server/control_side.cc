@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/discovery/inventory.h"
-#include "daemon/discovery/inventory_format.h"
 
 namespace hc::server {
 namespace {
@@ -31,6 +30,39 @@ std::string hostname() {
   return name;
 }
 
+control::NodeGpu nodeGpuOf(const discovery::GpuRow& gpu) {
+  control::NodeGpu out;
+  out.id = gpu.id;
+  out.vendor = gpu.vendor;
+  out.model = gpu.model;
+  out.vramBytes = gpu.vramBytes;
+  out.backend = gpu.backend;
+  out.pciBusId = gpu.placement.busId;
+  out.numaNode = gpu.placement.numaNode;
+  out.driver = gpu.driver;
+  out.driverVersion = gpu.driverVersion;
+  out.modelSource = gpu.modelSource;
+  out.vramSource = gpu.vramSource;
+  out.vramEstimated = gpu.vramEstimated;
+  out.linkSpeed = gpu.linkSpeed;
+  out.linkWidth = gpu.linkWidth;
+  out.maxLinkSpeed = gpu.maxLinkSpeed;
+  out.maxLinkWidth = gpu.maxLinkWidth;
+  out.nearestNics = gpu.nearestNics;
+  out.nicLocality = gpu.nearestNics.empty() ? "" : discovery::localityName(gpu.nicLocality);
+  const discovery::DeviceSpeed& speed = gpu.speed;
+  out.speed = {speed.measured,  speed.h2dGBps, speed.d2hGBps,        speed.reduceGBps,
+               speed.rateGBps,  speed.weight,  speed.measuredUnixMs, speed.note};
+  return out;
+}
+
+std::vector<control::NodeGpu> nodeGpusOf(const std::vector<discovery::GpuRow>& gpus) {
+  std::vector<control::NodeGpu> out;
+  out.reserve(gpus.size());
+  for (const discovery::GpuRow& gpu : gpus) out.push_back(nodeGpuOf(gpu));
+  return out;
+}
+
 control::NodeInfo describeNode(const config::DaemonConfig& config,
                                const discovery::Inventory& inventory,
                                const std::string& peerAddress) {
@@ -45,10 +77,7 @@ control::NodeInfo describeNode(const config::DaemonConfig& config,
   node.startedSteady = std::chrono::steady_clock::now();
   node.startedWall = std::chrono::system_clock::now();
   node.hostname = hostname();
-  for (const discovery::GpuRow& gpu : inventory.gpus) {
-    node.gpus.push_back({gpu.id, gpu.vendor, gpu.model, gpu.vramBytes, gpu.backend,
-                         gpu.placement.busId, gpu.placement.numaNode, gpu.driver});
-  }
+  for (const discovery::GpuRow& gpu : inventory.gpus) node.gpus.push_back(nodeGpuOf(gpu));
   for (const discovery::Nic& nic : inventory.nics) {
     if (nic.isLoopback) continue;  // never a candidate NIC; it would only pad the listing
     node.nics.push_back({nic.name, nic.placement.busId, nic.placement.numaNode, nic.speedMbps,
@@ -64,11 +93,10 @@ control::NodeInfo describeNode(const config::DaemonConfig& config,
 }  // namespace
 
 Result<std::unique_ptr<ControlSide>> ControlSide::start(const config::DaemonConfig& config,
-                                                        const device::DeviceRegistry& devices,
+                                                        discovery::DeviceBoard& devices,
                                                         const std::string& peerAddress,
                                                         const observe::StatusBoard* board) {
-  discovery::Inventory inventory = discovery::discoverInventory(devices);
-  spdlog::info("inventory: {}", discovery::summarizeInventory(inventory));
+  const discovery::Inventory inventory = devices.inventory();
   control::ControlServerOptions options;
   options.adminSocket = config.controlAdminSocket;
   options.listen = config.controlListen;
@@ -78,6 +106,8 @@ Result<std::unique_ptr<ControlSide>> ControlSide::start(const config::DaemonConf
   options.tlsClientCaFile = config.controlTlsClientCaFile;
   options.sources.board = board;
   options.sources.selfAddress = peerAddress;
+  options.sources.gpus = [&devices] { return nodeGpusOf(devices.gpus()); };
+  options.sources.measureGpus = [&devices] { return nodeGpusOf(devices.measureNow()); };
   if (!config.peerListen.empty()) {
     // PeerSide read the same file a moment ago; a failure here would be a race with an edit.
     auto token = control::ClusterToken::load(config.peerTokenFile);

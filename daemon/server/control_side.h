@@ -1,6 +1,7 @@
 // ControlSide: the daemon as operators see it: the [control] listeners (Health and Control over
-// gRPC, daemon/control/control_server.h), the node's inventory taken once at startup for
-// Control.GetNode, and the health statuses the lifecycle sets:
+// gRPC, daemon/control/control_server.h), the node's inventory (the DeviceBoard: taken at
+// startup, speeds measured since) for Control.GetNode and MeasureDevices, and the health
+// statuses the lifecycle sets:
 //   ""                            SERVING from start() until the drain;
 //   hetero_comm.v1.Peers          SERVING when there is no Peer listener, or it is up and no
 //                                 peer daemon was lost since a communicator last formed with it
@@ -17,18 +18,19 @@
 #include "common/status.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/control/control_server.h"
-#include "daemon/device/registry.h"
+#include "daemon/discovery/device_board.h"
 #include "daemon/observe/status_board.h"
 
 namespace hc::server {
 
 class ControlSide {
  public:
-  // Takes the inventory (a few milliseconds of sysfs) and starts the listeners. `peerAddress` is
-  // the Peer listener's advertised address, "" without one; `board` (borrowed, outlives this)
-  // answers the Control RPCs about clients and communicators. Control path, IPC thread.
+  // Starts the listeners. `devices` (borrowed, outlives this) holds the inventory GetNode
+  // reports and measures again for MeasureDevices; `peerAddress` is the Peer listener's
+  // advertised address, "" without one; `board` (borrowed, outlives this) answers the Control
+  // RPCs about clients and communicators. Control path, IPC thread.
   [[nodiscard]] static Result<std::unique_ptr<ControlSide>> start(
-      const config::DaemonConfig& config, const device::DeviceRegistry& devices,
+      const config::DaemonConfig& config, discovery::DeviceBoard& devices,
       const std::string& peerAddress, const observe::StatusBoard* board);
   ~ControlSide();  // shutdown()
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/coll/reduce.h"
+#include "daemon/discovery/inventory_format.h"
 #include "daemon/device/sim/sim_node.h"
 #if defined(HC_HAVE_CUDA)
 #include "daemon/device/cuda/cuda_probe.h"
@@ -54,6 +55,7 @@ Result<device::DeviceRegistry> buildDeviceRegistry(const config::DaemonConfig& c
   sim.faults.slowStreamUs = config.simSlowStreamUs;
   sim.memoryBytes = config.simMemoryBytes;
   sim.nicDirect = config.simNicDirect;
+  for (uint32_t mbps : config.simDeviceMbps) sim.deviceGBps.push_back(mbps / 1e3);
   HC_RETURN_IF_ERROR(device::addSimDevices(registry, sim, reduceOnHost));
 #if defined(HC_HAVE_CUDA)
   HC_RETURN_IF_ERROR(addProbed(registry, "cuda", device::probeCudaDevices()));
@@ -69,6 +71,41 @@ Result<device::DeviceRegistry> buildDeviceRegistry(const config::DaemonConfig& c
   if (!text.empty() && text.back() == '\n') text.pop_back();
   spdlog::info("devices:\n{}", text);
   return registry;
+}
+
+bool measuresAtStart(const config::DaemonConfig& config) {
+  return config.devicesMeasure && config.simFailCopyAt == 0;
+}
+
+std::unique_ptr<discovery::DeviceBoard> makeDeviceBoard(const config::DaemonConfig& config,
+                                                        const device::DeviceRegistry& devices,
+                                                        metrics::DaemonMetrics& metrics) {
+  discovery::Inventory inventory = discovery::discoverInventory(devices);
+  spdlog::info("inventory: {}", discovery::summarizeInventory(inventory));
+  std::string pending = "measuring";
+  if (!config.devicesMeasure) {
+    pending = "not measured: [devices] measure is off (hcctl devices --measure measures)";
+  } else if (config.simFailCopyAt != 0) {
+    pending = "not measured at startup: devices.sim.fail_copy_at counts copies (hcctl devices "
+              "--measure measures)";
+  }
+  auto board = std::make_unique<discovery::DeviceBoard>(std::move(inventory), devices,
+                                                         discovery::SpeedOptions{}, pending);
+  board->setPublishedCallback([&metrics](const std::vector<discovery::GpuRow>& gpus) {
+    for (const discovery::GpuRow& gpu : gpus) {
+      const discovery::DeviceSpeed& speed = gpu.speed;
+      if (!speed.measured) {
+        if (gpu.deviceIndex >= 0) spdlog::warn("device {}: not measured: {}", gpu.id, speed.note);
+        continue;
+      }
+      spdlog::info("device {}: weight {:.3f} (rate {:.2f} GB/s: host to device {:.2f}, device to "
+                   "host {:.2f}, sum kernel {:.2f} GB/s)",
+                   gpu.id, speed.weight, speed.rateGBps, speed.h2dGBps, speed.d2hGBps,
+                   speed.reduceGBps);
+      metrics.setDeviceWeight(gpu.id, speed.weight, speed.rateGBps);
+    }
+  });
+  return board;
 }
 
 }  // namespace hc::server

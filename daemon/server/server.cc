@@ -19,6 +19,7 @@
 #include "common/ipc/frames.h"
 #include "common/seqpacket.h"
 #include "daemon/peer/peer_types.h"
+#include "daemon/server/device_entries.h"
 #include "daemon/server/devices.h"
 #include "daemon/transport/ucx/ucx_transport.h"
 
@@ -85,6 +86,7 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
     if (!served.isOk()) return served.status();
     s->metricsServer_ = std::move(served.value());
   }
+  s->deviceBoard_ = makeDeviceBoard(config, s->devices_, *s->metrics_);
   session::EngineOptions eo;
   eo.metrics = s->metrics_.get();
   eo.inlineBytes = config.inlineBytes;
@@ -124,8 +126,8 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   if (!listen.isOk()) return listen.status();
   s->listen_ = std::move(listen.value());
   // After the client socket: the admin socket's default folder is the one it just created.
-  auto control = ControlSide::start(config, s->devices_, s->peer_ ? s->peer_->advertise() : "",
-                                     &s->board_);
+  auto control = ControlSide::start(config, *s->deviceBoard_,
+                                     s->peer_ ? s->peer_->advertise() : "", &s->board_);
   if (!control.isOk()) return control.status();
   s->control_ = std::move(control.value());
   HC_RETURN_IF_ERROR(s->watch(s->listen_.get(), kListenTag, EPOLLIN));
@@ -134,6 +136,8 @@ Result<std::unique_ptr<Server>> Server::create(const config::DaemonConfig& confi
   if (s->engine_->netDoneFd() >= 0) {
     HC_RETURN_IF_ERROR(s->watch(s->engine_->netDoneFd(), kNetTag, EPOLLIN));
   }
+  // Last: everything above is up, so the measurement's tens of milliseconds delay nobody.
+  if (measuresAtStart(config)) s->deviceBoard_->measureInBackground();
   return s;
 }
 
@@ -370,6 +374,9 @@ void Server::acceptClients() {
     s->allowLegacyIpc(config_.devicesLegacyIpc);
     s->setPrefaulter(prefaulter_.get());
     if (peer_) s->setPeerAddress(peer_->advertise());
+    s->setDeviceEntrySource([board = deviceBoard_.get()] {
+      return board == nullptr ? std::vector<ipc::DeviceEntry>{} : deviceEntriesOf(board->gpus());
+    });
     if (!watch(raw, kSocketTag | id, EPOLLIN | EPOLLRDHUP).isOk()) continue;
     sessions_[id] = s;
     helloDue_[id] = Clock::now() + std::chrono::milliseconds(config_.helloTimeoutMs);

@@ -16,6 +16,7 @@
 #include "daemon/coll/reduction_pool.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/device/registry.h"
+#include "daemon/discovery/device_board.h"
 #include "daemon/metrics/daemon_metrics.h"
 #include "daemon/metrics/metrics_server.h"
 #include "daemon/server/control_side.h"
@@ -75,6 +76,10 @@ class Server {
   std::unique_ptr<coll::ReductionPool> pool_;
   // Before the engine and the sessions: their streams and device mappings go first.
   device::DeviceRegistry devices_;
+  // The inventory with each GPU's measured speed, read by Control, /metrics and the sessions
+  // (DeviceQuery). After devices_ (it measures them) and metrics_ (it sets their gauges), before
+  // the control side and the sessions, which read it.
+  std::unique_ptr<discovery::DeviceBoard> deviceBoard_;
   // Before the engine: the engine borrows from it, so it is destroyed after (~Server shuts its
   // joins down first, since their callbacks reach into the engine).
   std::unique_ptr<PeerSide> peer_;

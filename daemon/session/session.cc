@@ -56,13 +56,22 @@ Status Session::handleFrame(std::span<const uint8_t> bytes, std::span<const Uniq
     case ipc::FrameType::Hello:
       if (welcomed()) return invalidArgument("Hello sent twice");
       return onHello(bytes, defaultSegment, maxSegment, ringEntries);
-    case ipc::FrameType::MemAlloc: return onMemAlloc(bytes);
-    case ipc::FrameType::MemFree: return onMemFree(bytes);
-    case ipc::FrameType::CmaProbe: return onCmaProbe(bytes, fds);
-    case ipc::FrameType::PeerInfo: return onPeerInfo(bytes);
-    case ipc::FrameType::CommRoot: return onCommRoot(bytes);
-    case ipc::FrameType::MemRegister: return onMemRegister(bytes, fds);
-    case ipc::FrameType::MemUnregister: return onMemUnregister(bytes);
+    case ipc::FrameType::MemAlloc:
+      return onMemAlloc(bytes);
+    case ipc::FrameType::MemFree:
+      return onMemFree(bytes);
+    case ipc::FrameType::CmaProbe:
+      return onCmaProbe(bytes, fds);
+    case ipc::FrameType::PeerInfo:
+      return onPeerInfo(bytes);
+    case ipc::FrameType::DeviceQuery:
+      return onDeviceQuery(bytes);
+    case ipc::FrameType::CommRoot:
+      return onCommRoot(bytes);
+    case ipc::FrameType::MemRegister:
+      return onMemRegister(bytes, fds);
+    case ipc::FrameType::MemUnregister:
+      return onMemUnregister(bytes);
     default:
       return invalidArgument("frame type " + std::to_string(static_cast<int>(*type)) +
                              " is not a request");
@@ -119,8 +128,8 @@ Status Session::onMemAlloc(std::span<const uint8_t> bytes) {
     spdlog::debug("{}: {} bytes at {} not pre-faulted (the pre-fault queue is full)", describe(),
                   size, *offset);
   }
-  auto r = ipc::makeFrame<ipc::MemAllocReplyFrame>(ipc::FrameType::MemAllocReply,
-                                                   req.header.requestId);
+  auto r =
+      ipc::makeFrame<ipc::MemAllocReplyFrame>(ipc::FrameType::MemAllocReply, req.header.requestId);
   r.offset = *offset;
   r.bytes = size;
   return reply(ipc::frameBytes(r));
@@ -138,8 +147,9 @@ Status Session::onCmaProbe(std::span<const uint8_t> bytes, std::span<const Uniqu
   auto req = ipc::frameAs<ipc::CmaProbeFrame>(bytes);
   Status outcome = okStatus();
   if (!cmaAllowed_) {
-    outcome = unavailable("cross-memory attach is off in the daemon's configuration "
-                          "(session.cross_memory_attach)");
+    outcome = unavailable(
+        "cross-memory attach is off in the daemon's configuration "
+        "(session.cross_memory_attach)");
   } else {
     // validateFrame let the probe in with exactly one descriptor, which the client says is its
     // /proc/self/mem; attach() checks that. The caller closes the received one.
@@ -159,8 +169,8 @@ Status Session::onCmaProbe(std::span<const uint8_t> bytes, std::span<const Uniqu
   } else {
     spdlog::info("{}: cross-memory attach not available: {}", describe(), outcome.message());
   }
-  auto r = ipc::makeFrame<ipc::CmaProbeReplyFrame>(ipc::FrameType::CmaProbeReply,
-                                                   req.header.requestId);
+  auto r =
+      ipc::makeFrame<ipc::CmaProbeReplyFrame>(ipc::FrameType::CmaProbeReply, req.header.requestId);
   r.status = static_cast<int32_t>(outcome.code());
   ipc::copyText(r.message, outcome.message());
   return reply(ipc::frameBytes(r));
@@ -168,9 +178,30 @@ Status Session::onCmaProbe(std::span<const uint8_t> bytes, std::span<const Uniqu
 
 Status Session::onPeerInfo(std::span<const uint8_t> bytes) {
   auto req = ipc::frameAs<ipc::PeerInfoFrame>(bytes);
-  auto r = ipc::makeFrame<ipc::PeerInfoReplyFrame>(ipc::FrameType::PeerInfoReply,
-                                                   req.header.requestId);
+  auto r =
+      ipc::makeFrame<ipc::PeerInfoReplyFrame>(ipc::FrameType::PeerInfoReply, req.header.requestId);
   ipc::copyText(r.address, peerAddress_);
+  return reply(ipc::frameBytes(r));
+}
+
+Status Session::onDeviceQuery(std::span<const uint8_t> bytes) {
+  auto req = ipc::frameAs<ipc::DeviceQueryFrame>(bytes);
+  std::vector<ipc::DeviceEntry> entries;
+  if (deviceEntries_) entries = deviceEntries_();
+  // The protocol's bound (a client refuses more); no node comes near it.
+  if (entries.size() > ipc::kMaxDeviceEntries) entries.resize(ipc::kMaxDeviceEntries);
+  // Index 0 is answered on a node without GPUs too: it is how a client learns the total.
+  if (req.index >= entries.size() && !(entries.empty() && req.index == 0)) {
+    Status s = invalidArgument("device index " + std::to_string(req.index) +
+                               " is out of range (the node has " + std::to_string(entries.size()) +
+                               " GPUs)");
+    return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, s)));
+  }
+  auto r = ipc::makeFrame<ipc::DeviceQueryReplyFrame>(ipc::FrameType::DeviceQueryReply,
+                                                      req.header.requestId);
+  r.total = static_cast<uint32_t>(entries.size());
+  r.index = req.index;
+  if (!entries.empty()) r.device = entries[req.index];
   return reply(ipc::frameBytes(r));
 }
 
@@ -193,8 +224,8 @@ Status Session::onCommRoot(std::span<const uint8_t> bytes) {
   named.address = req.address;
   // Saturates: one CommInit per rank takes one naming, and no client holds 2^32 ranks.
   if (named.pending < UINT32_MAX) ++named.pending;
-  return reply(ipc::frameBytes(
-      ipc::makeFrame<ipc::CommRootReplyFrame>(ipc::FrameType::CommRootReply, req.header.requestId)));
+  return reply(ipc::frameBytes(ipc::makeFrame<ipc::CommRootReplyFrame>(
+      ipc::FrameType::CommRootReply, req.header.requestId)));
 }
 
 std::string Session::takeCommRoot(const uint8_t (&key)[16]) {
@@ -232,7 +263,8 @@ Status Session::onMemUnregister(std::span<const uint8_t> bytes) {
 }
 
 Status Session::trackDoneFlag(uint64_t requestId, uint64_t offset) {
-  if (offset % alignof(ipc::DoneFlag) != 0 || !allocator_->contains(offset, sizeof(ipc::DoneFlag))) {
+  if (offset % alignof(ipc::DoneFlag) != 0 ||
+      !allocator_->contains(offset, sizeof(ipc::DoneFlag))) {
     return invalidArgument("done flag at segment offset " + std::to_string(offset) +
                            " is not an aligned word inside an allocation of the segment");
   }

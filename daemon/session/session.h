@@ -8,18 +8,20 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/ipc/protocol.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "daemon/session/device_regions.h"
-#include "daemon/session/process_memory.h"
 #include "daemon/session/prefaulter.h"
+#include "daemon/session/process_memory.h"
 #include "daemon/session/segment.h"
 #include "daemon/session/segment_allocator.h"
 
@@ -46,7 +48,10 @@ class Session {
   uint32_t id() const { return id_; }
   int socketFd() const { return socket_.get(); }
   // Closes the connection now; the object may live on while a running op still refers to it.
-  void closeSocket() { socket_.reset(); eventFd_.reset(); }
+  void closeSocket() {
+    socket_.reset();
+    eventFd_.reset();
+  }
   int eventFd() const { return eventFd_.get(); }
   const PeerIdentity& peer() const { return peer_; }
   bool welcomed() const { return segment_ != nullptr; }
@@ -58,8 +63,7 @@ class Session {
   // caller sends the status as an Error frame and closes the session.
   // `fds` are the descriptors that came with the frame (validateFrame checked their number).
   Status handleFrame(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds,
-                     uint64_t defaultSegment,
-                     uint64_t maxSegment, uint32_t ringEntries);
+                     uint64_t defaultSegment, uint64_t maxSegment, uint32_t ringEntries);
 
   // Takes the next submission into daemon memory. Corrupt rings are a protocol violation.
   ipc::PopResult popSubmission(ipc::SubmitEntry* out);
@@ -82,6 +86,10 @@ class Session {
   void setPeerAddress(std::string address) { peerAddress_ = std::move(address); }
   // The root named for `key` ("" for none), forgotten once taken.
   std::string takeCommRoot(const uint8_t (&key)[16]);
+  // The node's GPUs as DeviceQuery reports them, read afresh for each query (the figures change
+  // as the daemon measures). Runs on the IPC thread, so it must not block; unset: no GPUs.
+  using DeviceEntrySource = std::function<std::vector<ipc::DeviceEntry>()>;
+  void setDeviceEntrySource(DeviceEntrySource source) { deviceEntries_ = std::move(source); }
   // The node's devices, which MemRegister imports into (borrowed; null: no device memory).
   void setDevices(const device::DeviceRegistry* devices) { devices_ = devices; }
   // devices.legacy_ipc: whether MemRegister takes legacy IPC handles.
@@ -121,6 +129,7 @@ class Session {
   Status onMemFree(std::span<const uint8_t> bytes);
   Status onCmaProbe(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds);
   Status onPeerInfo(std::span<const uint8_t> bytes);
+  Status onDeviceQuery(std::span<const uint8_t> bytes);
   Status onCommRoot(std::span<const uint8_t> bytes);
   Status onMemRegister(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds);
   Status onMemUnregister(std::span<const uint8_t> bytes);
@@ -140,6 +149,7 @@ class Session {
   bool cmaAllowed_ = false;
   std::shared_ptr<const ProcessMemory> processMemory_;
   std::string peerAddress_;
+  DeviceEntrySource deviceEntries_;
   // A root named for a key, and how many CommInits of this client have yet to take it: a process
   // holding several ranks of one communicator names the root once per rank, and every frame of
   // the socket may be read before the ring's CommInits.

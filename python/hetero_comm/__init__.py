@@ -11,7 +11,7 @@ import torch as _torch  # the extension links libtorch: load it first
 
 from hetero_comm import _C
 
-__all__ = ["empty", "shared_memory", "staged_bytes", "memory_path"]
+__all__ = ["empty", "shared_memory", "staged_bytes", "memory_path", "devices"]
 
 
 def empty(*size, dtype=_torch.float32):
@@ -51,3 +51,15 @@ def staged_bytes():
 def memory_path():
     """How host memory not made by empty() reaches the daemon (libhcclient's words)."""
     return _C.memory_path()
+
+
+def devices():
+    """The node's GPUs as its hetero-commd found them, in the daemon's order: one dict each with
+    id ("nvidia:0", "sim-amd:0"), vendor, backend ("cuda", "hip", "sim", "none"), model,
+    pci_bus_id, memory_bytes (0 unknown), numa_node (-1 unknown), measured (bool), weight,
+    h2d_gbps, d2h_gbps, reduce_gbps, rate_gbps and note.
+
+    weight is the device's staging + kernel rate relative to the node's fastest measured GPU
+    (1.0); 0 while not measured, and note says why. The daemon measures in the background
+    shortly after it starts, so an early call may find measured False with note "measuring"."""
+    return _C.devices()

@@ -18,7 +18,7 @@ struct Seed {
 
 // frames, submit (seeds_ipc.cc).
 std::vector<Seed> ipcSeeds();
-// config_toml, config_env, config_flags, ucx_wire, notices (seeds_daemon.cc).
+// config_toml, config_env, config_flags, ucx_wire, notices, pci_ids (seeds_daemon.cc).
 std::vector<Seed> daemonSeeds();
 // peer (seeds_peer.cc).
 std::vector<Seed> peerSeeds();

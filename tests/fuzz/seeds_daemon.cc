@@ -2,9 +2,11 @@
 // line per section of the configuration (and per alias and mode), every UCX control message
 // kind and an address, every notice kind. Each is parsed by the real code and must be accepted.
 #include <cstring>
+#include <sstream>
 #include <string_view>
 #include <utility>
 
+#include "daemon/discovery/pci_ids.h"
 #include "daemon/session/notices.h"
 #include "daemon/transport/ucx/ucx_wire.h"
 #include "tests/fuzz/config_fixture.h"
@@ -165,6 +167,35 @@ void noticeSeeds(std::vector<Seed>* seeds) {
       encodeGoodbye(std::vector<Communicator::SentCount>(200, Communicator::SentCount{2, 1, 1})));
 }
 
+// [u16 vendor id][pci.ids text] (pci_ids_fuzz.cc): the vendor must be found.
+void addPciIds(std::vector<Seed>* seeds, const std::string& name, uint16_t vendorId,
+               const std::string& text) {
+  Seed seed{"pci_ids", name, {static_cast<uint8_t>(vendorId), static_cast<uint8_t>(vendorId >> 8)}};
+  seed.bytes.insert(seed.bytes.end(), text.begin(), text.end());
+  std::istringstream file(text);
+  requireValid(discovery::readPciIdVendor(file, vendorId).has_value(), seed, "vendor not found");
+  seeds->push_back(std::move(seed));
+}
+
+void pciIdsSeeds(std::vector<Seed>* seeds) {
+  const std::string file =
+      "# pci.ids excerpt\n"
+      "1002  Advanced Micro Devices, Inc. [AMD/ATI]\n"
+      "\t74a1  Aqua Vanjaram [Instinct MI300X]\n"
+      "10de  NVIDIA Corporation\n"
+      "\t20b2  GA100 [A100 SXM4 80GB]\n"
+      "\t\t10de 1463  A100-SXM4-80GB\n"
+      "\t2330  GH100 [H100 SXM5 80GB]\n"
+      "8086  Intel Corporation\n"
+      "\t0bd5  Ponte Vecchio XT (2 Tile) [Data Center GPU Max 1550]\n"
+      "C 03  Display controller\n"
+      "\t00  VGA compatible controller\n";
+  addPciIds(seeds, "nvidia", 0x10de, file);
+  addPciIds(seeds, "amd", 0x1002, file);
+  addPciIds(seeds, "intel_crlf", 0x8086,
+            "8086  Intel Corporation\r\n\t56c0  ATS-M [Data Center GPU Flex 170]\r\n");
+}
+
 }  // namespace
 
 std::vector<Seed> daemonSeeds() {
@@ -172,6 +203,7 @@ std::vector<Seed> daemonSeeds() {
   configSeeds(&seeds);
   wireSeeds(&seeds);
   noticeSeeds(&seeds);
+  pciIdsSeeds(&seeds);
   return seeds;
 }
 

@@ -97,6 +97,9 @@ void frameSeeds(std::vector<Seed>* seeds) {
   addFrames(seeds, "mem_register_legacy", {hello(), frame(reg)}, false);
   reg.handleKind = static_cast<uint32_t>(ipc::HandleKind::Fd);
   addFrames(seeds, "mem_register_fd", {hello(), frame(reg, 1)}, false);
+  auto query = make<ipc::DeviceQueryFrame>(FrameType::DeviceQuery);
+  query.index = 1;
+  addFrames(seeds, "device_query", {hello(), frame(query)}, false);
   auto unreg = make<ipc::MemUnregisterFrame>(FrameType::MemUnregister);
   unreg.region = 1;
   addFrames(seeds, "mem_unregister", {hello(), frame(unreg)}, false);
@@ -123,6 +126,18 @@ void frameSeeds(std::vector<Seed>* seeds) {
   auto regReply = make<ipc::MemRegisterReplyFrame>(FrameType::MemRegisterReply);
   regReply.region = 1;
   addFrames(seeds, "mem_register_reply", {hello(), frame(regReply)}, true);
+  auto queryReply = make<ipc::DeviceQueryReplyFrame>(FrameType::DeviceQueryReply);
+  queryReply.total = 2;
+  queryReply.index = 1;
+  ipc::copyText(queryReply.device.id, "sim-amd:0");
+  ipc::copyText(queryReply.device.vendor, "amd");
+  ipc::copyText(queryReply.device.backend, "sim");
+  queryReply.device.memoryBytes = 16ull << 30;
+  queryReply.device.numaNode = -1;
+  queryReply.device.flags = ipc::kDeviceMeasured;
+  queryReply.device.weight = 0.5;
+  queryReply.device.rateGBps = 3.3;
+  addFrames(seeds, "device_query_reply", {hello(), frame(queryReply)}, true);
   addFrames(seeds, "mem_unregister_reply",
             {hello(), frame(make<ipc::MemUnregisterReplyFrame>(FrameType::MemUnregisterReply))},
             true);

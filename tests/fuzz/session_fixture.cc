@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,14 @@ FuzzSession::FuzzSession() {
   client_.reset(sv[1]);
   session_ = std::make_shared<session::Session>(
       1, UniqueFd(sv[0]), session::PeerIdentity{::getpid(), ::getuid(), ::getgid()});
+  // Two GPUs, so a DeviceQuery can land in range, at the edge and past it.
+  session_->setDeviceEntrySource([] {
+    std::vector<ipc::DeviceEntry> entries(2);
+    for (auto& e : entries) std::memset(&e, 0, sizeof(e));
+    ipc::copyText(entries[0].id, "sim-nvidia:0");
+    ipc::copyText(entries[1].id, "sim-amd:0");
+    return entries;
+  });
 }
 
 Status FuzzSession::frame(std::span<const uint8_t> bytes, size_t fds) {

@@ -120,6 +120,32 @@ std::vector<BadFrame> badFrames() {
                      return bytesOf(f);
                    },
                    "protocol version"});
+  cases.push_back({"TruncatedDeviceQuery", true, false,
+                   [] {
+                     auto f = ipc::makeFrame<ipc::DeviceQueryFrame>(ipc::FrameType::DeviceQuery, 2);
+                     Bytes b = bytesOf(f);
+                     b.resize(b.size() - 4);
+                     return b;
+                   },
+                   "expected " + std::to_string(sizeof(ipc::DeviceQueryFrame))});
+  cases.push_back({"LongDeviceQuery", true, false,
+                   [] {
+                     auto f = ipc::makeFrame<ipc::DeviceQueryFrame>(ipc::FrameType::DeviceQuery, 2);
+                     Bytes b = bytesOf(f);
+                     b.resize(b.size() + 8);
+                     auto h = ipc::frameAs<ipc::FrameHeader>(b);
+                     h.length = static_cast<uint32_t>(b.size());
+                     std::memcpy(b.data(), &h, sizeof(h));
+                     return b;
+                   },
+                   "expected " + std::to_string(sizeof(ipc::DeviceQueryFrame))});
+  // A reply type is not a request, however well formed.
+  cases.push_back({"DeviceQueryReplyFromClient", true, false,
+                   [] {
+                     return bytesOf(ipc::makeFrame<ipc::DeviceQueryReplyFrame>(
+                         ipc::FrameType::DeviceQueryReply, 2));
+                   },
+                   "is not a request"});
   // Well-formed frames in the wrong order are protocol violations too.
   cases.push_back({"MemAllocBeforeHello", false, false,
                    [] {

@@ -242,6 +242,14 @@ TEST(ControlTenancyTest, EachUidSeesItsOwnJobsAndAdminsSeeAll) {
   // Health stays open to every caller.
   HcctlRun health = runAsNobody({"--socket", admin, "health"}, {});
   EXPECT_EQ(health.exitCode, 0) << health.output;
+  // The inventory is the node's, open to every caller; measuring the GPUs again slows every
+  // tenant's jobs, so only admins may.
+  HcctlRun devices = runAsNobody({"--socket", admin, "devices", "--json"}, {});
+  EXPECT_EQ(devices.exitCode, 0) << devices.output;
+  HcctlRun measure = runAsNobody({"--socket", admin, "devices", "--measure"}, {});
+  EXPECT_NE(measure.exitCode, 0) << measure.output;
+  EXPECT_NE(measure.output.find("admins only"), std::string::npos) << measure.output;
+  EXPECT_NE(measure.output.find("(gRPC code 7)"), std::string::npos) << measure.output;  // denied
 
   // root: both.
   HcctlRun rootClients = hcctl({"--socket", admin, "clients", "--json"}, d->dir());
@@ -256,6 +264,9 @@ TEST(ControlTenancyTest, EachUidSeesItsOwnJobsAndAdminsSeeAll) {
   EXPECT_EQ(uidsOf(adminClients), (std::set<uint32_t>{0, kNobody})) << adminClients.output;
   HcctlRun adminComms = runAsNobody({"--socket", admin, "comms", "--json"}, {*adminGroup.gid()});
   EXPECT_EQ(keysOf(adminComms), both) << adminComms.output;
+  HcctlRun adminMeasure =
+      runAsNobody({"--socket", admin, "devices", "--measure"}, {*adminGroup.gid()});
+  EXPECT_EQ(adminMeasure.exitCode, 0) << adminMeasure.output;
   EXPECT_EQ(d->stop(), 0) << d->logTail();
 }
 

@@ -103,8 +103,9 @@ class Daemons:
     """count private hetero-commd processes; the ones of a multi-daemon job reach each other over
     TCP on 127.0.0.1 (UCX_TLS=tcp,self), like separate nodes, proving membership with one token."""
 
-    def __init__(self, count, workdir):
+    def __init__(self, count, workdir, extra_args=()):
         self.count = count
+        self.extra_args = list(extra_args)  # more flags for every daemon ("--set", "k=v", ...)
         self.workdir = Path(workdir)
         self.procs = []
         self.sockets = [str(self.workdir / f"node{n}.sock") for n in range(count)]
@@ -128,6 +129,7 @@ class Daemons:
             if self.count > 1:
                 args += ["--set", "peer.listen=127.0.0.1:0",
                          "--set", f"peer.token_file={token}"]
+            args += self.extra_args
             (self.workdir / f"state{n}").mkdir(exist_ok=True)
             with open(self.logs[n], "wb") as log:
                 self.procs.append(subprocess.Popen(

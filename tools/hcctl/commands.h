@@ -45,7 +45,7 @@ std::unique_ptr<grpc::ClientContext> rpcContext(const Target& target);
 
 int runHealth(const Target& target, const std::string& service, bool json);
 int runNode(const Target& target, bool json, bool printConfig);
-int runDevices(const Target& target, bool json);
+int runDevices(const Target& target, bool json, bool measure);
 // comm_commands.cc
 int runClients(const Target& target, bool json);
 int runComms(const Target& target, bool json);

@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
   node->add_flag("--config", printConfig, "print the daemon's effective configuration (TOML)");
   auto* devices = app.add_subcommand("devices", "the GPU inventory");
   devices->add_flag("--json", json, "print {\"gpus\": [...]}");
+  bool measure = false;
+  devices->add_flag("--measure", measure,
+                    "time every GPU's copies and reduction kernel again now (admins; slows "
+                    "running jobs for a moment) and print the new weights");
   auto* clients = app.add_subcommand("clients", "the connected training processes");
   clients->add_flag("--json", json, "print JSON");
   auto* comms = app.add_subcommand(
@@ -100,7 +104,7 @@ int main(int argc, char** argv) {
   target.rpcTimeout = std::chrono::milliseconds(rpcMs);
   if (health->parsed()) return runHealth(target, service, json);
   if (node->parsed()) return runNode(target, json, printConfig);
-  if (devices->parsed()) return runDevices(target, json);
+  if (devices->parsed()) return runDevices(target, json, measure);
   if (clients->parsed()) return runClients(target, json);
   if (comms->parsed()) return runComms(target, json);
   if (trace->parsed()) return runTrace(target, comm, json);

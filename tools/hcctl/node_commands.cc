@@ -1,6 +1,7 @@
 // hcctl node and hcctl devices: hetero_comm.v1.Control/GetNode, as text or JSON. The GPU table is
 // common/inventory_text.h's formatGpuTable (the one the daemon's inventory prints through), fed
 // from the RPC's rows.
+#include <cstdio>
 #include <iostream>
 #include <sstream>
 
@@ -15,21 +16,48 @@ namespace {
 
 using nlohmann::json;
 
+json textOrNull(const std::string& t) { return t.empty() ? json(nullptr) : json(t); }
+json positiveOrNull(int64_t n) { return n > 0 ? json(n) : json(nullptr); }
+
+// Figures of a measured device; all null (and "note" why) when not measured.
+json speedJson(const hetero_comm::v1::DeviceSpeed& speed) {
+  auto figure = [&](double value) { return speed.measured() ? json(value) : json(nullptr); };
+  return {{"measured", speed.measured()},
+          {"weight", figure(speed.weight())},
+          {"rateGBps", figure(speed.rate_gbps())},
+          {"h2dGBps", figure(speed.h2d_gbps())},
+          {"d2hGBps", figure(speed.d2h_gbps())},
+          {"reduceGBps", figure(speed.reduce_gbps())},
+          {"measuredUnixMs", positiveOrNull(speed.measured_unix_ms())},
+          {"note", textOrNull(speed.note())}};
+}
+
 // Unknown values are null, as in the daemon's inventory JSON (daemon/discovery/inventory_json.cc).
 json gpuJson(const hetero_comm::v1::Gpu& gpu) {
-  auto textOrNull = [](const std::string& t) { return t.empty() ? json(nullptr) : json(t); };
   return {{"id", gpu.id()},
           {"vendor", gpu.vendor()},
           {"model", gpu.model()},
+          {"modelSource", textOrNull(gpu.model_source())},
           {"vramBytes", gpu.vram_bytes() == 0 ? json(nullptr) : json(gpu.vram_bytes())},
+          {"vramSource", textOrNull(gpu.vram_source())},
+          {"vramEstimated", gpu.vram_estimated()},
           {"backend", gpu.backend()},
           {"pciBusId", textOrNull(gpu.pci_bus_id())},
           {"numaNode", gpu.numa_node() < 0 ? json(nullptr) : json(gpu.numa_node())},
-          {"driver", textOrNull(gpu.driver())}};
+          {"driver", textOrNull(gpu.driver())},
+          {"driverVersion", textOrNull(gpu.driver_version())},
+          {"linkSpeed", textOrNull(gpu.link_speed())},
+          {"linkWidth", positiveOrNull(gpu.link_width())},
+          {"maxLinkSpeed", textOrNull(gpu.max_link_speed())},
+          {"maxLinkWidth", positiveOrNull(gpu.max_link_width())},
+          {"nearestNics", std::vector<std::string>(gpu.nearest_nics().begin(),
+                                                   gpu.nearest_nics().end())},
+          {"nicLocality", textOrNull(gpu.nic_locality())},
+          {"weight", gpu.speed().measured() ? json(gpu.speed().weight()) : json(nullptr)},
+          {"speed", speedJson(gpu.speed())}};
 }
 
 json nicJson(const hetero_comm::v1::Nic& nic) {
-  auto textOrNull = [](const std::string& t) { return t.empty() ? json(nullptr) : json(t); };
   return {{"name", nic.name()},
           {"pciBusId", textOrNull(nic.pci_bus_id())},
           {"numaNode", nic.numa_node() < 0 ? json(nullptr) : json(nic.numa_node())},
@@ -39,19 +67,42 @@ json nicJson(const hetero_comm::v1::Nic& nic) {
           {"rdmaDevice", textOrNull(nic.rdma_device())}};
 }
 
-json gpusJson(const hetero_comm::v1::NodeInfo& node) {
-  json gpus = json::array();
-  for (const auto& gpu : node.gpus()) gpus.push_back(gpuJson(gpu));
-  return gpus;
+using GpuList = google::protobuf::RepeatedPtrField<hetero_comm::v1::Gpu>;
+
+json gpusJson(const GpuList& gpus) {
+  json out = json::array();
+  for (const auto& gpu : gpus) out.push_back(gpuJson(gpu));
+  return out;
 }
 
-std::string gpuTable(const hetero_comm::v1::NodeInfo& node) {
+std::string gpuTable(const GpuList& gpus) {
   std::vector<GpuTableRow> rows;
-  for (const auto& gpu : node.gpus()) {
+  for (const auto& gpu : gpus) {
     rows.push_back({gpu.id(), gpu.vendor(), gpu.model(), gpu.vram_bytes(), gpu.backend(),
-                    gpu.pci_bus_id(), gpu.numa_node()});
+                    gpu.pci_bus_id(), gpu.numa_node(),
+                    gpu.speed().measured() ? gpu.speed().weight() : 0, gpu.vram_estimated()});
   }
   return formatGpuTable(rows);
+}
+
+// Under the table: what each weight is made of, or why a runtime's GPU has none.
+std::string speedLines(const GpuList& gpus) {
+  std::ostringstream out;
+  for (const auto& gpu : gpus) {
+    const auto& speed = gpu.speed();
+    if (speed.measured()) {
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "%s: weight %.2f = rate %.2f GB/s (host to device %.2f, device to host %.2f, "
+                    "sum kernel %.2f GB/s)\n",
+                    gpu.id().c_str(), speed.weight(), speed.rate_gbps(), speed.h2d_gbps(),
+                    speed.d2h_gbps(), speed.reduce_gbps());
+      out << line;
+    } else if (gpu.backend() != "none" && !speed.note().empty()) {
+      out << gpu.id() << ": " << speed.note() << "\n";
+    }
+  }
+  return out.str();
 }
 
 std::string formatUptime(uint64_t ms) {
@@ -97,7 +148,7 @@ int runNode(const Target& target, bool asJson, bool printConfig) {
                 {"uptimeMs", node.uptime_ms()},
                 {"startTimeUnixMs", node.start_time_unix_ms()},
                 {"hostname", node.hostname()},
-                {"gpus", gpusJson(node)},
+                {"gpus", gpusJson(node.gpus())},
                 {"nics", nics},
                 {"transports", json(std::vector<std::string>(node.transports().begin(),
                                                              node.transports().end()))},
@@ -120,7 +171,7 @@ int runNode(const Target& target, bool asJson, bool printConfig) {
   for (int i = 0; i < node.transports_size(); ++i) {
     std::cout << (i ? "," : "") << node.transports(i);
   }
-  std::cout << "\n\nGPUs\n" << gpuTable(node) << "\nNICs\n";
+  std::cout << "\n\nGPUs\n" << gpuTable(node.gpus()) << "\nNICs\n";
   for (const auto& nic : node.nics()) {
     std::cout << "  " << nic.name() << "  " << (nic.oper_state().empty() ? "-" : nic.oper_state())
               << "  " << formatSpeed(nic.speed_mbps()) << "  pci "
@@ -133,13 +184,32 @@ int runNode(const Target& target, bool asJson, bool printConfig) {
   return kExitOk;
 }
 
-int runDevices(const Target& target, bool asJson) {
-  hetero_comm::v1::NodeInfo node;
-  if (int code = getNode(target, &node); code != kExitOk) return code;
-  if (asJson) {
-    std::cout << json{{"gpus", gpusJson(node)}}.dump(2) << "\n";
+int runDevices(const Target& target, bool asJson, bool measure) {
+  GpuList gpus;
+  if (measure) {
+    hetero_comm::v1::MeasureDevicesResponse measured;
+    auto channel = connect(target);
+    if (!channel) return kExitConnectFailed;
+    auto stub = hetero_comm::v1::Control::NewStub(channel);
+    auto context = rpcContext(target);
+    grpc::Status status =
+        stub->MeasureDevices(context.get(), hetero_comm::v1::MeasureDevicesRequest(), &measured);
+    if (!status.ok()) {
+      std::cerr << "hcctl: Control.MeasureDevices at " << target.uri()
+                << " failed: " << status.error_message() << " (gRPC code " << status.error_code()
+                << ")\n";
+      return kExitRpcFailed;
+    }
+    gpus = std::move(*measured.mutable_gpus());
   } else {
-    std::cout << gpuTable(node);
+    hetero_comm::v1::NodeInfo node;
+    if (int code = getNode(target, &node); code != kExitOk) return code;
+    gpus = std::move(*node.mutable_gpus());
+  }
+  if (asJson) {
+    std::cout << json{{"gpus", gpusJson(gpus)}}.dump(2) << "\n";
+  } else {
+    std::cout << gpuTable(gpus) << speedLines(gpus);
   }
   return kExitOk;
 }

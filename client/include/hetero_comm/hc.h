@@ -45,6 +45,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -198,6 +199,39 @@ hc_status_t hc_comm_user_rank(hc_comm_t comm, int* rank);
  * then nothing changes (a NULL stream still means none). Communicators split from comm inherit
  * it. */
 hc_status_t hc_comm_order_on_streams(hc_comm_t comm, hc_runtime_t runtime);
+
+/* ---- the node's GPUs ---- */
+/* One GPU of the node as its hetero-commd found it at start. Text fields are NUL-terminated; a
+ * value the daemon does not know is "" (text), 0 (memory_bytes, figures) or -1 (numa_node). */
+typedef struct {
+  char id[32];      /* "nvidia:0", "sim-amd:1", "pci-intel:0" (on the bus, no runtime) */
+  char vendor[16];  /* "nvidia", "amd", "intel", ... */
+  char backend[16]; /* "cuda", "hip", "sim", or "none": the daemon cannot drive it */
+  char model[96];
+  char pci_bus_id[16]; /* "0000:3b:00.0"; "" for a simulated device */
+  uint64_t memory_bytes;
+  int numa_node;
+  int measured; /* 1 when the figures below were measured; 0 while pending or when skipped */
+  /* The device's staging + kernel rate (rate_gbps) relative to the node's fastest measured GPU,
+   * which has 1.0: a share of the work in proportion to it keeps the GPUs equally busy. 0 when
+   * not measured; note says why. */
+  double weight;
+  double h2d_gbps;    /* host -> device staging copies, GB/s (1e9 bytes) */
+  double d2h_gbps;    /* device -> host staging copies */
+  double reduce_gbps; /* the device's float32 sum of two buffers, bytes of one input per second */
+  double rate_gbps;   /* 1 / (1/h2d + 1/d2h + 1/reduce): one byte through staging and the kernel */
+  char note[96];      /* why it was not measured ("measuring", ...), or "" */
+} hc_device_info_t;
+
+/* The node's GPUs, in the daemon's order, connecting first if needed: fills devices[0 ..
+ * min(capacity, total) - 1] and sets *count to the total, so a call with capacity 0 (devices may
+ * then be NULL) learns how many there are. The list is fixed while the daemon runs; the daemon
+ * measures the figures in the background shortly after it starts, so a call right after start
+ * may see measured == 0 with note "measuring", and a later call other figures. One round trip
+ * per device. HC_INVALID_ARGUMENT for count NULL, capacity < 0, or devices NULL with capacity >
+ * 0; HC_UNSUPPORTED when the daemon predates the query (protocol 1.5). Nothing is written on
+ * failure. */
+hc_status_t hc_get_devices(hc_device_info_t* devices, int capacity, int* count);
 
 /* ---- memory ---- */
 /* Allocates size bytes of host memory shared with the daemon (page aligned, pre-faulted). */

@@ -58,7 +58,8 @@ class SimDevice final : public Device {
   // `vendor` must be Nvidia or Amd (HC_CHECK): sim devices stand in for GPUs. The kernel runs on
   // the stream's worker with the whole range [0, count); null means no reductions
   // (capabilities().reduceKernels false). faults.slowStreamUs adds to timing.extraDelayUs.
-  // timing.copyGBps times copies only: a kernel pays the latency and its own run time.
+  // timing.copyGBps times copies, timing.kernelGBps kernels (0: a kernel pays the latency and
+  // its own run time only).
   SimDevice(Vendor vendor, int index, simdev::StreamTiming timing, SimFaults faults,
             ReduceKernel kernel, uint64_t memoryBytes = kDefaultSimMemoryBytes);
   // Reclaims what callers left: events, then streams (each finishes or skips its queued work),

@@ -144,13 +144,17 @@ Status SimDevice::reduceAsync(StreamId stream, const ReduceWork& work) {
     HC_RETURN_IF_ERROR(checkReduceBounds(work));
   }
   // Not timed by the copy bandwidth: a GPU kernel reads device memory tens of times faster than
-  // a copy engine moves bytes over PCIe. The task pays the stream's latency and its own run time
-  // on the worker (the real reduction, at host memory speed).
+  // a copy engine moves bytes over PCIe. The task pays the stream's latency, the kernel rate
+  // (timing kernelGBps, bytes of one input; 0 = none) and its own run time on the worker (the
+  // real reduction, at host memory speed).
   auto owned = std::make_shared<const OwnedReduce>(work);
-  (*found)->enqueue([kernel = kernel_, owned]() {
-    kernel(owned->view(), 0, owned->count);
-    return okStatus();
-  });
+  const uint64_t inputBytes = work.count * elementBytes(work.dtype);
+  (*found)->enqueue(
+      [kernel = kernel_, owned]() {
+        kernel(owned->view(), 0, owned->count);
+        return okStatus();
+      },
+      inputBytes, simdev::TaskKind::Kernel);
   return okStatus();
 }
 

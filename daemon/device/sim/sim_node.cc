@@ -32,9 +32,23 @@ Status addSimDevices(DeviceRegistry& registry, const SimNodeOptions& options,
       }
     }
   }
+  const size_t total = static_cast<size_t>(options.nvidia) + static_cast<size_t>(options.amd);
+  if (!options.deviceGBps.empty() && options.deviceGBps.size() != total) {
+    return invalidArgument(std::to_string(options.deviceGBps.size()) + " sim device speeds for " +
+                           std::to_string(total) + " sim devices");
+  }
+  for (double gbps : options.deviceGBps) {
+    if (!(gbps > 0)) return invalidArgument("a sim device speed must be > 0 GB/s");
+  }
+  size_t ordinal = 0;
   for (auto [vendor, count] : wanted) {
-    for (int i = 0; i < count; ++i) {
-      auto device = std::make_unique<SimDevice>(vendor, i, options.timing, options.faults, kernel,
+    for (int i = 0; i < count; ++i, ++ordinal) {
+      simdev::StreamTiming timing = options.timing;
+      if (!options.deviceGBps.empty()) {
+        timing.copyGBps = options.deviceGBps[ordinal];
+        timing.kernelGBps = options.deviceGBps[ordinal];
+      }
+      auto device = std::make_unique<SimDevice>(vendor, i, timing, options.faults, kernel,
                                                 options.memoryBytes);
       if (options.nicDirect) device->exposeToTransport();
       HC_RETURN_IF_ERROR(registry.add(std::move(device)));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "common/simdev/sim_stream.h"
 #include "daemon/device/registry.h"
@@ -23,11 +24,16 @@ struct SimNodeOptions {
   uint64_t memoryBytes = kDefaultSimMemoryBytes;
   // Every sim device lets the transport reach its memory (SimDevice::exposeToTransport).
   bool nicDirect = false;
+  // Empty, or one speed per sim device in the order they are added (nvidia 0.., then amd 0..):
+  // that device copies and runs its kernels at this many GB/s (timing.copyGBps and
+  // timing.kernelGBps), as a node of GPUs of different speeds would.
+  std::vector<double> deviceGBps;
 };
 
 // Adds options.nvidia NVIDIA-labelled then options.amd AMD-labelled SimDevices, each running
 // `kernel` (null: no reductions). InvalidArgument, with nothing added, for a negative count, more
-// than kMaxSimDevicesPerVendor of a vendor, or a (vendor, index) already in the registry.
+// than kMaxSimDevicesPerVendor of a vendor, a (vendor, index) already in the registry, or
+// deviceGBps neither empty nor one positive speed per device.
 // Control path (startup), before other threads see the registry.
 [[nodiscard]] Status addSimDevices(DeviceRegistry& registry, const SimNodeOptions& options,
                                    ReduceKernel kernel);

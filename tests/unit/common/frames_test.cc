@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,7 +30,9 @@ using AllKinds = ::testing::Types<
     Kind<MemFreeReplyFrame, FrameType::MemFreeReply>, Kind<CommAbortFrame, FrameType::CommAbort>,
     Kind<CmaProbeFrame, FrameType::CmaProbe>, Kind<CmaProbeReplyFrame, FrameType::CmaProbeReply>,
     Kind<PeerInfoFrame, FrameType::PeerInfo>, Kind<PeerInfoReplyFrame, FrameType::PeerInfoReply>,
-    Kind<CommRootFrame, FrameType::CommRoot>, Kind<CommRootReplyFrame, FrameType::CommRootReply>>;
+    Kind<CommRootFrame, FrameType::CommRoot>, Kind<CommRootReplyFrame, FrameType::CommRootReply>,
+    Kind<DeviceQueryFrame, FrameType::DeviceQuery>,
+    Kind<DeviceQueryReplyFrame, FrameType::DeviceQueryReply>>;
 
 template <typename T>
 Bytes toBytes(const T& frame) {
@@ -76,6 +80,19 @@ TYPED_TEST(FrameKindTest, RoundTripsThroughValidation) {
   if constexpr (std::is_same_v<Frame, ErrorFrame>) copyText(frame.message, "no such comm");
   if constexpr (std::is_same_v<Frame, PeerInfoReplyFrame>) copyText(frame.address, "10.0.0.1:7710");
   if constexpr (std::is_same_v<Frame, CommRootFrame>) copyText(frame.address, "[fe80::1]:7710");
+  if constexpr (std::is_same_v<Frame, DeviceQueryReplyFrame>) {
+    frame.total = 2;
+    frame.index = 1;
+    copyText(frame.device.id, "sim-amd:0");
+    copyText(frame.device.vendor, "amd");
+    copyText(frame.device.backend, "sim");
+    copyText(frame.device.model, "hetero-comm simulated GPU");
+    copyText(frame.device.pciBusId, "");
+    copyText(frame.device.note, "");
+    frame.device.weight = 0.5;
+    frame.device.h2dGBps = frame.device.d2hGBps = frame.device.reduceGBps = 10;
+    frame.device.rateGBps = 3.3;
+  }
 
   // Validate from an unaligned copy: frames arrive in byte buffers.
   Bytes buf(sizeof(Frame) + 1);
@@ -167,7 +184,7 @@ TEST(FrameTest, RejectsEmptyAndShorterThanHeader) {
 }
 
 TEST(FrameTest, RejectsUnknownTypes) {
-  for (uint16_t type : {uint16_t(0), uint16_t(19), uint16_t(100), uint16_t(0xffff)}) {
+  for (uint16_t type : {uint16_t(0), uint16_t(21), uint16_t(100), uint16_t(0xffff)}) {
     Bytes b = toBytes(makeFrame<MemAllocFrame>(FrameType::MemAlloc, 1));
     FrameHeader h = headerOf(b);
     h.type = type;
@@ -192,6 +209,49 @@ TEST(FrameTest, RejectsUnterminatedPeerAddresses) {
   expectRejected(toBytes(root), 0, "CommRoot address is not NUL-terminated");
   root.address[sizeof(root.address) - 1] = '\0';
   EXPECT_TRUE(validateFrame(toBytes(root), 0).isOk());
+}
+
+// The client copies a DeviceQueryReply to its caller as it is: every field must already hold.
+TEST(FrameTest, DeviceQueryReplyNeedsTerminatedTextAndSaneFigures) {
+  auto good = makeFrame<DeviceQueryReplyFrame>(FrameType::DeviceQueryReply, 1);
+  good.total = 2;
+  good.index = 1;
+  good.device.weight = 1.0;
+  EXPECT_TRUE(validateFrame(toBytes(good), 0).isOk());
+  auto zero = makeFrame<DeviceQueryReplyFrame>(FrameType::DeviceQueryReply, 1);
+  EXPECT_TRUE(validateFrame(toBytes(zero), 0).isOk()) << "a node without GPUs answers index 0";
+
+  struct Case {
+    const char* needle;
+    void (*spoil)(DeviceQueryReplyFrame&);
+  };
+  const Case cases[] = {
+      {"id is not NUL-terminated", [](auto& f) { std::memset(f.device.id, 'x', 32); }},
+      {"vendor is not NUL-terminated", [](auto& f) { std::memset(f.device.vendor, 'x', 16); }},
+      {"backend is not NUL-terminated", [](auto& f) { std::memset(f.device.backend, 'x', 16); }},
+      {"model is not NUL-terminated", [](auto& f) { std::memset(f.device.model, 'x', 96); }},
+      {"pciBusId is not NUL-terminated", [](auto& f) { std::memset(f.device.pciBusId, 'x', 16); }},
+      {"note is not NUL-terminated", [](auto& f) { std::memset(f.device.note, 'x', 96); }},
+      {"out of range", [](auto& f) { f.index = 2; }},
+      {"out of range", [](auto& f) { f.total = 0; }},
+      {"announces", [](auto& f) { f.total = kMaxDeviceEntries + 1; }},
+      {"not finite", [](auto& f) { f.device.weight = std::numeric_limits<double>::quiet_NaN(); }},
+      {"not finite", [](auto& f) { f.device.rateGBps = std::numeric_limits<double>::infinity(); }},
+      {"negative", [](auto& f) { f.device.h2dGBps = -1; }},
+  };
+  for (const Case& c : cases) {
+    auto bad = good;
+    c.spoil(bad);
+    expectRejected(toBytes(bad), 0, c.needle);
+  }
+}
+
+TEST(FrameTest, DeviceEntryLayoutIsUnchanged) {
+  EXPECT_EQ(offsetof(DeviceEntry, memoryBytes), 176u);
+  EXPECT_EQ(offsetof(DeviceEntry, weight), 192u);
+  EXPECT_EQ(offsetof(DeviceEntry, note), 232u);
+  EXPECT_EQ(offsetof(DeviceQueryReplyFrame, device), 24u);
+  EXPECT_EQ(sizeof(DeviceQueryFrame), 24u);
 }
 
 TEST(FrameTest, RejectsOversizeFrames) {

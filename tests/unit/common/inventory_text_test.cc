@@ -20,16 +20,19 @@ TEST(InventoryFormatUnitsTest, BytesAndSpeeds) {
 
 TEST(GpuTableTest, UnknownsPrintAsDashesAndColumnsStartAtTheirHeaders) {
   const std::string table =
-      formatGpuTable({{"nvidia:0", "nvidia", "H100 SXM", 80ull << 30, "cuda", "0000:3b:00.0", 1},
-                      {"pci-intel:0", "intel", "", 0, "none", "", -1}});
+      formatGpuTable({{"nvidia:0", "nvidia", "H100 SXM", 80ull << 30, "cuda", "0000:3b:00.0", 1,
+                       0.4567},
+                      {"pci-intel:0", "intel", "", 0, "none", "", -1, 0},
+                      {"pci-nvidia:0", "nvidia", "GH100", 128ull << 30, "none", "", -1, 0, true}});
   EXPECT_EQ(table,
-            "ID           VENDOR  MODEL     VRAM      BACKEND  PCI           NUMA\n"
-            "nvidia:0     nvidia  H100 SXM  80.0 GiB  cuda     0000:3b:00.0  1\n"
-            "pci-intel:0  intel   -         -         none     -             -\n");
+            "ID            VENDOR  MODEL     VRAM        BACKEND  PCI           NUMA  WEIGHT\n"
+            "nvidia:0      nvidia  H100 SXM  80.0 GiB    cuda     0000:3b:00.0  1     0.46\n"
+            "pci-intel:0   intel   -         -           none     -             -     -\n"
+            "pci-nvidia:0  nvidia  GH100     ~128.0 GiB  none     -             -     -\n");
 }
 
 TEST(GpuTableTest, NoRowsGiveTheHeaderAlone) {
-  EXPECT_EQ(formatGpuTable({}), "ID  VENDOR  MODEL  VRAM  BACKEND  PCI  NUMA\n");
+  EXPECT_EQ(formatGpuTable({}), "ID  VENDOR  MODEL  VRAM  BACKEND  PCI  NUMA  WEIGHT\n");
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ void FakeSysfs::writeProc(const fs::path& relative, const std::string& text) con
   std::ofstream(full) << text << "\n";
 }
 
+void FakeSysfs::writePciIds(const std::string& text) const {
+  std::ofstream(root_ / "pci.ids", std::ios::binary) << text;
+}
+
 void FakeSysfs::makeUnreadable(const fs::path& relative) const {
   fs::create_directories(sys() / relative);
 }

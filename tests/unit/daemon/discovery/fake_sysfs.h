@@ -21,9 +21,12 @@ class FakeSysfs {
   FakeSysfs(const FakeSysfs&) = delete;
   FakeSysfs& operator=(const FakeSysfs&) = delete;
 
-  SystemRoots roots() const { return {root_ / "sys", root_ / "proc"}; }
+  // pciIds is <root>/pci.ids, absent until writePciIds: the host's database never leaks in.
+  SystemRoots roots() const { return {root_ / "sys", root_ / "proc", root_ / "pci.ids"}; }
   std::filesystem::path sys() const { return root_ / "sys"; }
   std::filesystem::path proc() const { return root_ / "proc"; }
+  // Writes `text` as it is (no newline added) to <root>/pci.ids.
+  void writePciIds(const std::string& text) const;
 
   // Writes text + "\n" to <sys>/relative, creating folders.
   void write(const std::filesystem::path& relative, const std::string& text) const;

@@ -89,7 +89,8 @@ TEST_F(InventoryFormatTest, GpuTableHasEveryColumnAlignedAndParsesBack) {
   std::vector<Row> rows = parseTable(table);
   ASSERT_EQ(rows.size(), inventory_.gpus.size());
   for (const Row& row : rows) {
-    for (const char* column : {"ID", "VENDOR", "MODEL", "VRAM", "BACKEND", "PCI", "NUMA"}) {
+    for (const char* column :
+         {"ID", "VENDOR", "MODEL", "VRAM", "BACKEND", "PCI", "NUMA", "WEIGHT"}) {
       ASSERT_TRUE(row.count(column)) << column;
       EXPECT_FALSE(row.at(column).empty()) << column;
     }
@@ -100,6 +101,7 @@ TEST_F(InventoryFormatTest, GpuTableHasEveryColumnAlignedAndParsesBack) {
   EXPECT_EQ(rows[0].at("BACKEND"), "cuda");
   EXPECT_EQ(rows[0].at("PCI"), "0000:3b:00.0");
   EXPECT_EQ(rows[0].at("NUMA"), "1");
+  EXPECT_EQ(rows[0].at("WEIGHT"), "-");  // not measured
   EXPECT_EQ(rows[1].at("ID"), "sim-nvidia:1");
   EXPECT_EQ(rows[1].at("PCI"), "-");
   EXPECT_EQ(rows[1].at("NUMA"), "-");
@@ -114,7 +116,8 @@ TEST_F(InventoryFormatTest, GpuTableHasEveryColumnAlignedAndParsesBack) {
 }
 
 TEST_F(InventoryFormatTest, EmptyInventoryGivesTheHeaderAlone) {
-  EXPECT_EQ(formatInventoryTable(Inventory{}), "ID  VENDOR  MODEL  VRAM  BACKEND  PCI  NUMA\n");
+  EXPECT_EQ(formatInventoryTable(Inventory{}),
+            "ID  VENDOR  MODEL  VRAM  BACKEND  PCI  NUMA  WEIGHT\n");
 }
 
 TEST_F(InventoryFormatTest, NicAndRdmaTablesParseBack) {

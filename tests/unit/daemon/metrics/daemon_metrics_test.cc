@@ -53,7 +53,9 @@ TEST(DaemonMetricsTest, EveryFamilyIsAnnouncedBeforeAnyEvent) {
       {"hetero_comm_device_reductions_total", "counter"},
       {"hetero_comm_device_direct_transfers_total", "counter"},
       {"hetero_comm_device_direct", "gauge"},
-      {"hetero_comm_unexpected_messages_total", "counter"}};
+      {"hetero_comm_unexpected_messages_total", "counter"},
+      {"hetero_comm_device_weight", "gauge"},
+      {"hetero_comm_device_rate_gbps", "gauge"}};
   ASSERT_EQ(parsed.families.size(), expected.size());
   for (const auto& [name, type] : expected) {
     const testing::ParsedFamily* family = parsed.family(name);

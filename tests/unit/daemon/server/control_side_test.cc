@@ -27,7 +27,9 @@ class ControlSideTest : public ::testing::Test {
     auto devices = buildDeviceRegistry(config_);
     ASSERT_TRUE(devices.isOk()) << devices.status().toString();
     devices_ = std::move(devices.value());
-    auto side = ControlSide::start(config_, devices_, "", &board_);
+    deviceBoard_ = std::make_unique<discovery::DeviceBoard>(
+        discovery::discoverInventory(devices_), devices_);
+    auto side = ControlSide::start(config_, *deviceBoard_, "", &board_);
     ASSERT_TRUE(side.isOk()) << side.status().toString();
     side_ = std::move(side.value());
     stub_ = grpc::health::v1::Health::NewStub(
@@ -52,6 +54,7 @@ class ControlSideTest : public ::testing::Test {
   std::string dir_;
   config::DaemonConfig config_;
   device::DeviceRegistry devices_;
+  std::unique_ptr<discovery::DeviceBoard> deviceBoard_;  // after devices_, which it measures
   observe::StatusBoard board_;
   std::unique_ptr<ControlSide> side_;
   std::unique_ptr<grpc::health::v1::Health::Stub> stub_;
