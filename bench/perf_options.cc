@@ -8,8 +8,42 @@
 #include <cstdlib>
 #include <utility>
 
+#include "common/man_page.h"
+
 namespace hc::bench {
 namespace {
+
+// hc-perf(1): the sections --help has no room for.
+hc::man::PageText manPage() {
+  using hc::man::Section;
+  hc::man::PageText text;
+  text.name = "hc-perf";
+  text.section = "1";
+  text.manual = "User Commands";
+  text.summary = "measure hetero-commd's collectives the way nccl-tests measures NCCL's";
+  text.description =
+      "Each row is one operation, type, reduction operator and size: the time, algorithm and "
+      "bus bandwidth (busbw, as nccl-tests defines it) out-of-place and in-place, and the "
+      "number of wrong elements. The ranks are -N processes hc-perf forks itself, on one daemon "
+      "or spread over several (--sockets); their buffers are in the daemon's shared segment, "
+      "the process's own memory or simulated device memory (--device).\n\n"
+      "Example: hc-perf -N 4 -b 8 -e 128M -f 2 -o all";
+  text.sections = {
+      Section{"ENVIRONMENT",
+              "",
+              {{"HC_SOCKET", "the daemon's socket when neither --socket nor --sockets is given"},
+               {"HC_PERF_SOCKETS", "the sockets of several daemons, when --sockets is not given"},
+               {"HC_SEGMENT_BYTES",
+                "the ranks' shared segment; by default hc-perf asks for one that holds the "
+                "largest send and receive buffers"}}},
+      Section{"EXIT STATUS",
+              "",
+              {{"0", "every operation completed and every checked element was right"},
+               {"1", "an operation failed, a rank stalled or died, or an element was wrong"},
+               {"2", "bad options"}}}};
+  text.seeAlso = {"hetero-commd(8)", "hcctl(1)"};
+  return text;
+}
 
 constexpr std::pair<const char*, OpKind> kOps[] = {
     {"allreduce", OpKind::AllReduce},
@@ -140,6 +174,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
   app.add_flag("--latency", o.latency,
                "time each operation alone: issue it, wait for it, then issue the next; the time "
                "column is their mean and every size gets a median latency");
+  hc::man::addPrintManFlag(app, manPage());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,7 +3,8 @@
 # library use: a CMake package (find_package(HeteroComm) -> HeteroComm::hcclient) and
 # hetero-comm.pc. tests/packaging/ installs into a staging prefix and checks all of it.
 #
-# Components: `daemon` (hetero-commd, units, sample config), `tools` (hcctl, hc-perf), `runtime`
+# Components: `daemon` (hetero-commd, units, sample config, hetero-commd(8) and
+# hetero-commd.toml(5)), `tools` (hcctl, hc-perf and their pages), `runtime`
 # (libhcclient.so.1), `dev` (headers, libhcclient.so, CMake package, pkg-config file).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -99,6 +100,7 @@ BINDIR=@CMAKE_INSTALL_BINDIR@
 LIBDIR=@CMAKE_INSTALL_LIBDIR@
 INCLUDEDIR=@CMAKE_INSTALL_INCLUDEDIR@
 DOCDIR=@CMAKE_INSTALL_DOCDIR@
+MANDIR=@CMAKE_INSTALL_MANDIR@
 UNITDIR=@HC_SYSTEMD_UNIT_DIR@
 SYSUSERSDIR=@HC_SYSUSERS_DIR@
 TMPFILESDIR=@HC_TMPFILES_DIR@

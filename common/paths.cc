@@ -32,7 +32,7 @@ std::string defaultSocketPath() {
     return std::string(x) + "/hetero-comm/hetero-commd.sock";
   }
   // Never a folder under /tmp: there anyone can create the predictable name first and serve it.
-  return "/run/hetero-comm/hetero-commd.sock";
+  return std::string(kSystemSocketPath);
 }
 
 std::string adminSocketPathFor(const std::string& clientSocket) {
@@ -48,7 +48,7 @@ std::string defaultStateDir() {
     const std::string all = s;  // colon-separated when the unit names several
     return all.substr(0, all.find(':'));
   }
-  if (::geteuid() == 0) return "/var/lib/hetero-comm";
+  if (::geteuid() == 0) return std::string(kSystemStateDir);
   if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && *x != '\0') {
     return std::string(x) + "/hetero-comm";
   }

@@ -5,8 +5,14 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace hc {
+
+// The system daemon's paths (root, or no runtime folder): what the packaged units and the
+// manual pages name.
+inline constexpr std::string_view kSystemSocketPath = "/run/hetero-comm/hetero-commd.sock";
+inline constexpr std::string_view kSystemStateDir = "/var/lib/hetero-comm";
 
 std::string defaultSocketPath();
 

@@ -18,6 +18,10 @@ int main(int argc, char** argv) {
     std::fputs(out.helpText.c_str(), stdout);
     return 0;
   }
+  if (out.manSection != 0) {
+    std::fputs(out.manText.c_str(), stdout);
+    return 0;
+  }
   if (out.version) {
     std::puts("hetero-commd " HC_VERSION);
     return 0;

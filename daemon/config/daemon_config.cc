@@ -42,18 +42,6 @@ constexpr int32_t kMaxSimDevicesPerVendor = 16;
 constexpr uint32_t kMaxSimDelayUs = 10'000'000;
 constexpr uint64_t kMinSimMemoryBytes = 1ull << 20;
 
-// "1 GiB" for whole multiples, so a printed config reads at a glance; empty otherwise.
-std::string humanSize(uint64_t v) {
-  constexpr std::pair<unsigned, const char*> kUnits[] = {
-      {40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}};
-  for (auto [shift, name] : kUnits) {
-    if (v != 0 && v % (uint64_t{1} << shift) == 0) {
-      return std::to_string(v >> shift) + " " + name;
-    }
-  }
-  return {};
-}
-
 bool iequals(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
     return std::tolower(static_cast<unsigned char>(x)) ==

@@ -153,13 +153,15 @@ struct LoadOutcome {
   bool version = false;      // --version: files and environment were not read
   bool help = false;         // --help: helpText holds the usage; nothing else was read
   std::string helpText;
+  int manSection = 0;  // --print-man 8|5: manText holds that page (roff); nothing else was read
+  std::string manText;
   std::vector<std::string> sources;  // config files read, in the order they were applied
 };
 
 // Parses argv (argv[0] is the program name), reads the files, applies `env` (tests pass their
 // own map; main passes processEnvironment()) and validates the result. Every error, including a
 // malformed file or flag, is InvalidArgument with a message naming the file, variable or flag and
-// the key. When --help or --version is given, returns at once with only that field set.
+// the key. When --help, --version or --print-man is given, returns at once with only that set.
 [[nodiscard]] hc::Result<LoadOutcome> loadConfig(int argc, const char* const* argv,
                                                  const std::map<std::string, std::string>& env);
 

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "daemon/config/daemon_config.h"
+#include "daemon/config/man_page.h"
 #include "daemon/config/settings.h"
 
 namespace hc::config {
@@ -72,6 +73,11 @@ hc::Status parseCommandLine(int argc, const char* const* argv, CommandLine* cli,
   app.add_flag("--print-config", out->printConfig, "print the effective configuration as TOML");
   app.add_flag("--check-config", out->checkConfig, "validate the configuration and exit");
   app.add_flag("--version", out->version, "print the version and exit");
+  // Hidden (group ""): the build runs it to write the installed pages; operators read those.
+  app.add_option("--print-man", out->manSection,
+                 "print hetero-commd(8) or hetero-commd.toml(5) as roff and exit")
+      ->check(CLI::IsMember({5, 8}))
+      ->group("");
   try {
     if (argc > 0 && argv != nullptr) {
       app.parse(argc, argv);
@@ -86,6 +92,10 @@ hc::Status parseCommandLine(int argc, const char* const* argv, CommandLine* cli,
     return hc::invalidArgument(std::string("command line: ") + e.what() + "; see --help");
   } catch (const std::exception& e) {
     return hc::invalidArgument(std::string("command line: ") + e.what());
+  }
+  if (out->manSection != 0) {
+    out->manText = out->manSection == 8 ? detail::daemonManPage(app) : detail::configManPage();
+    return {};
   }
   cli->configGiven = config->count() > 0;
   cli->flagGiven.resize(all.size());
@@ -200,11 +210,6 @@ hc::Status applyEnvironment(const std::map<std::string, std::string>& env, Daemo
     }
   }
   // The short aliases first, so the full HC_<SECTION>_<KEY> name wins when both are set.
-  const std::pair<const char*, const char*> kAliases[] = {
-      {"HC_SOCKET", "server.socket"},
-      {"HC_LOG_LEVEL", "server.log_level"},
-      {"HC_SOCKET_IFNAME", "peer.socket_ifname"},
-      {"HC_ALGO", "peer.algo"}};
   auto apply = [&](const std::string& name, const Setting& s) -> hc::Status {
     auto it = env.find(name);
     if (it == env.end() || it->second.empty()) return {};
@@ -213,7 +218,9 @@ hc::Status applyEnvironment(const std::map<std::string, std::string>& env, Daemo
     (*origins)[detail::dottedName(s)] = "environment variable " + name;
     return {};
   };
-  for (auto [alias, key] : kAliases) HC_RETURN_IF_ERROR(apply(alias, *detail::findSetting(key)));
+  for (const detail::EnvAlias& alias : detail::envAliases()) {
+    HC_RETURN_IF_ERROR(apply(std::string(alias.name), *detail::findSetting(alias.key)));
+  }
   for (const Setting& s : detail::settings()) HC_RETURN_IF_ERROR(apply(detail::envName(s), s));
   return {};
 }
@@ -251,8 +258,8 @@ hc::Result<LoadOutcome> loadConfig(int argc, const char* const* argv,
   LoadOutcome out;
   CommandLine cli;
   HC_RETURN_IF_ERROR(parseCommandLine(argc, argv, &cli, &out));
-  // --version and --help must work even when a config file is broken.
-  if (out.help || out.version) return out;
+  // --version, --help and --print-man must work even when a config file is broken.
+  if (out.help || out.version || out.manSection != 0) return out;
 
   std::string path(kDefaultConfigPath);
   bool explicitPath = false;

@@ -260,6 +260,25 @@ std::string envName(const Setting& s) { return envPrefix(s.section) + envWord(s.
 
 std::string envPrefix(std::string_view section) { return "HC_" + envWord(section) + "_"; }
 
+std::span<const EnvAlias> envAliases() {
+  static constexpr EnvAlias kAliases[] = {{"HC_SOCKET", "server.socket"},
+                                          {"HC_LOG_LEVEL", "server.log_level"},
+                                          {"HC_SOCKET_IFNAME", "peer.socket_ifname"},
+                                          {"HC_ALGO", "peer.algo"}};
+  return kAliases;
+}
+
+std::string humanSize(uint64_t v) {
+  constexpr std::pair<unsigned, const char*> kUnits[] = {
+      {40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}};
+  for (auto [shift, name] : kUnits) {
+    if (v != 0 && v % (uint64_t{1} << shift) == 0) {
+      return std::to_string(v >> shift) + " " + name;
+    }
+  }
+  return {};
+}
+
 hc::Status applyText(const Setting& s, std::string_view text, DaemonConfig* config) {
   const Overloaded visitor{
       [&](std::string C::*f) -> hc::Status {

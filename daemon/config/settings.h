@@ -53,6 +53,13 @@ std::string dottedName(const Setting& s);   // "exec.spin_us"
 std::string envName(const Setting& s);      // "HC_EXEC_SPIN_US"
 std::string envPrefix(std::string_view section);  // "HC_EXEC_", "HC_DEVICES_SIM_"
 
+// Short environment names kept beside HC_<SECTION>_<KEY> (which wins when both are set).
+struct EnvAlias {
+  std::string_view name;  // "HC_SOCKET"
+  std::string_view key;   // "server.socket"
+};
+std::span<const EnvAlias> envAliases();
+
 // Text from the environment, a flag or --set. Lists are comma-separated; an empty text is an
 // empty list. Errors name the key; the caller prefixes where the text came from.
 [[nodiscard]] hc::Status applyText(const Setting& s, std::string_view text, DaemonConfig* config);
@@ -60,6 +67,8 @@ std::string envPrefix(std::string_view section);  // "HC_EXEC_", "HC_DEVICES_SIM
 [[nodiscard]] hc::Status applyNode(const Setting& s, const toml::node& node, DaemonConfig* config);
 // The field's value as TOML value text, e.g. `256`, `"info"`, `["a", "b"]`.
 void writeValue(const Setting& s, const DaemonConfig& config, std::ostream& out);
+// "1 GiB" for whole multiples of a binary unit, so a printed size reads at a glance; else empty.
+std::string humanSize(uint64_t v);
 
 // "exec.spin_us" -> where its final value came from ("HC_EXEC_SPIN_US", "/etc/...toml", ...).
 using Origins = std::map<std::string, std::string>;

@@ -5,8 +5,9 @@
 // different vendors on one scale: every device runs the same three timed steps.
 // Depends on hc_device only (and the inventory's row types).
 //
-// Cost: a few tens of milliseconds per GPU (each step is timed over a size that takes at least
-// SpeedOptions::minStepTime, up to maxBytes, best of `repetitions`). Control path: the daemon
+// Cost: a few tens of milliseconds per GPU, up to a few hundred for a slow one (each step is timed
+// over a size that takes at least SpeedOptions::minStepTime, up to maxBytes, best of
+// `repetitions`). Control path: the daemon
 // measures once at startup on a thread of its own, and again when an operator asks
 // (`hcctl devices --measure`); the device's streams are its own, so running jobs are slowed but
 // never disturbed.
@@ -24,11 +25,13 @@ namespace hc::discovery {
 
 struct SpeedOptions {
   // A step starts at minBytes and doubles until one run takes minStepTime or maxBytes is reached:
-  // large enough that launch latency does not count, small enough that a slow device is quick.
+  // large enough that launch latency and a late wake-up (a millisecond on a busy machine) count
+  // little, small enough that a slow device is quick. A GPU reaches maxBytes first (16 MiB cross
+  // PCIe in about a millisecond); only slow devices run the full minStepTime.
   size_t minBytes = 256 << 10;
   size_t maxBytes = 16 << 20;
-  std::chrono::microseconds minStepTime{2000};
-  int repetitions = 3;  // the best run of each step counts (the least disturbed)
+  std::chrono::microseconds minStepTime{10000};
+  int repetitions = 5;  // the best run of each step counts (the least disturbed)
 };
 
 // Times one device. Not measured (measured false, `note` set) when the device has no memory of

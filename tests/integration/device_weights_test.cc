@@ -1,10 +1,11 @@
-// Device weights against a real daemon whose two sim GPUs copy and reduce at 0.2 and 0.1 GB/s
+// Device weights against a real daemon whose two sim GPUs copy and reduce at 0.1 and 0.05 GB/s
 // (devices.sim.device_mbps): the weights the daemon measures at startup come out in that ratio on
 // every surface (hcctl devices and its --json, /metrics, hc_get_devices in this process), the
 // surfaces agree with each other, and hcctl devices --measure measures again.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,8 +20,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kFastGBps = 0.2;  // sim nvidia:0
-constexpr double kSlowGBps = 0.1;  // sim amd:0
+constexpr double kFastGBps = 0.1;   // sim nvidia:0
+constexpr double kSlowGBps = 0.05;  // sim amd:0
 
 std::string adminSocket(const DaemonProcess& d) { return d.dir() + "/run/hetero-commd-admin.sock"; }
 
@@ -59,33 +60,50 @@ json measuredDevices(DaemonProcess& d) {
   }
 }
 
-void expectSpeedsInRatio(const json& devices) {
+// Why `devices` is not what the configured speeds make, or "" when it is: sim nvidia:0 weighs
+// 1.0, sim amd:0 half that within 10%, and every step of each runs at its configured speed or a
+// little below (the real copy or reduction behind each simulated delay adds its own time).
+std::string speedsOffRatio(const json& devices) {
   const json* fast = gpuById(devices, "sim-nvidia:0");
   const json* slow = gpuById(devices, "sim-amd:0");
-  ASSERT_TRUE(fast && slow) << devices.dump(2);
-  ASSERT_EQ(fast->at("speed").at("measured"), true) << fast->dump(2);
-  ASSERT_EQ(slow->at("speed").at("measured"), true) << slow->dump(2);
-  EXPECT_DOUBLE_EQ(fast->at("weight").get<double>(), 1.0);
-  // Configured 2:1; the real copy behind each simulated delay adds a few percent to each.
-  EXPECT_NEAR(slow->at("weight").get<double>(), kSlowGBps / kFastGBps, 0.05) << devices.dump(2);
-  for (const char* step : {"h2dGBps", "d2hGBps", "reduceGBps"}) {
-    EXPECT_LE(fast->at("speed").at(step).get<double>(), kFastGBps * 1.02) << step;
-    EXPECT_GE(fast->at("speed").at(step).get<double>(), kFastGBps * 0.7) << step;
-    EXPECT_LE(slow->at("speed").at(step).get<double>(), kSlowGBps * 1.02) << step;
-    EXPECT_GE(slow->at("speed").at(step).get<double>(), kSlowGBps * 0.7) << step;
+  if (!fast || !slow) return "missing rows: " + devices.dump(2);
+  if (fast->at("speed").at("measured") != true || slow->at("speed").at("measured") != true) {
+    return "not measured: " + devices.dump(2);
   }
+  if (fast->at("weight").get<double>() != 1.0) return "fastest not 1.0: " + devices.dump(2);
+  if (std::abs(slow->at("weight").get<double>() - kSlowGBps / kFastGBps) > 0.05) {
+    return "weights not 2:1 within 10%: " + devices.dump(2);
+  }
+  for (const char* step : {"h2dGBps", "d2hGBps", "reduceGBps"}) {
+    for (auto [gpu, gbps] : {std::pair{fast, kFastGBps}, std::pair{slow, kSlowGBps}}) {
+      const double measured = gpu->at("speed").at(step).get<double>();
+      if (measured > gbps * 1.02 || measured < gbps * 0.7) {
+        return std::string(step) + " off its configured speed: " + devices.dump(2);
+      }
+    }
+  }
+  return "";
+}
+
+// Timing on a busy machine: a measurement disturbed beyond the tolerance is taken again (up to
+// twice, with hcctl devices --measure); a daemon whose figures are wrong is wrong every time.
+json measuredInRatio(DaemonProcess& d, json devices) {
+  for (int attempt = 0; attempt < 2 && !speedsOffRatio(devices).empty(); ++attempt) {
+    devices = devicesJson(d, {"--measure"});
+  }
+  EXPECT_EQ(speedsOffRatio(devices), "");
+  return devices;
 }
 
 TEST(DeviceWeightsTest, WeightsFollowTheConfiguredSpeedsOnEverySurface) {
-  auto d = startServingDaemon({"--set", "devices.sim.nvidia=1", "--set", "devices.sim.amd=1",
-                               "--set", "devices.sim.device_mbps=200,100", "--set",
-                               "metrics.listen=127.0.0.1:0"});
+  auto d =
+      startServingDaemon({"--set", "devices.sim.nvidia=1", "--set", "devices.sim.amd=1", "--set",
+                          "devices.sim.device_mbps=100,50", "--set", "metrics.listen=127.0.0.1:0"});
   ASSERT_NE(d, nullptr);
   ::setenv("HC_SOCKET", d->socketPath().c_str(), 1);
 
-  const json devices = measuredDevices(*d);
-  expectSpeedsInRatio(devices);
-  if (::testing::Test::HasFatalFailure()) return;
+  const json devices = measuredInRatio(*d, measuredDevices(*d));
+  if (::testing::Test::HasFailure()) return;
   const double slowWeight = gpuById(devices, "sim-amd:0")->at("weight").get<double>();
 
   // The table's WEIGHT column and the lines that say what each weight is made of.
@@ -131,8 +149,7 @@ TEST(DeviceWeightsTest, WeightsFollowTheConfiguredSpeedsOnEverySurface) {
   const int64_t before =
       gpuById(devices, "sim-amd:0")->at("speed").at("measuredUnixMs").get<int64_t>();
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const json again = devicesJson(*d, {"--measure"});
-  expectSpeedsInRatio(again);
+  const json again = measuredInRatio(*d, devicesJson(*d, {"--measure"}));
   const json* slowAgain = gpuById(again, "sim-amd:0");
   ASSERT_NE(slowAgain, nullptr);
   EXPECT_GT(slowAgain->at("speed").at("measuredUnixMs").get<int64_t>(), before);

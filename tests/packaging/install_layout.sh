@@ -2,7 +2,8 @@
 # `cmake --install BUILD --prefix STAGE` into an empty folder, then check every file lands where
 # hetero-comm documents it: daemon in sbin, libhcclient with its soname links, headers, CMake
 # package, pkg-config file, units with ExecStart naming the staged daemon, sysusers.d,
-# tmpfiles.d and the sample configuration. The other packaging tests inspect this stage.
+# tmpfiles.d, the sample configuration and the manual pages. The other packaging tests inspect
+# this stage.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 build=$1
@@ -25,6 +26,7 @@ libdir=$(install_dir "$build" LIBDIR)
 sbindir=$(install_dir "$build" SBINDIR)
 includedir=$(install_dir "$build" INCLUDEDIR)
 docdir=$(install_dir "$build" DOCDIR)
+mandir=$(install_dir "$build" MANDIR)
 unitdir=$(install_dir "$build" UNITDIR)
 sysusersdir=$(install_dir "$build" SYSUSERSDIR)
 tmpfilesdir=$(install_dir "$build" TMPFILESDIR)
@@ -45,6 +47,12 @@ expect_file "$unitdir/hetero-commd.socket"
 expect_file "$sysusersdir/hetero-comm.conf"
 expect_file "$tmpfilesdir/hetero-comm.conf"
 expect_file "$docdir/hetero-commd.toml.sample"
+expect_file "$mandir/man8/hetero-commd.8"
+expect_file "$mandir/man5/hetero-commd.toml.5"
+# hcctl and hc-perf are optional (gRPC, HC_BUILD_BENCH); a page the build wrote must be installed.
+for tool in hcctl hc-perf; do
+  [ ! -f "$build/man/$tool.1" ] || expect_file "$mandir/man1/$tool.1"
+done
 
 # libhcclient.so -> libhcclient.so.1 -> libhcclient.so.<version>, and the soname is .so.1.
 [ -L "$stage/$libdir/libhcclient.so" ] || fail "libhcclient.so is not a symlink"

@@ -17,7 +17,7 @@ need_tool() {
   command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed${2:+ ($2)}"
 }
 
-# install_dir BUILD_DIR NAME: where NAME (LIBDIR, SBINDIR, INCLUDEDIR, DOCDIR, UNITDIR,
+# install_dir BUILD_DIR NAME: where NAME (LIBDIR, SBINDIR, INCLUDEDIR, DOCDIR, MANDIR, UNITDIR,
 # SYSUSERSDIR, TMPFILESDIR) goes, relative to the prefix, as cmake/HcInstall.cmake recorded it.
 install_dir() {
   local file=$1/hc-install/install-dirs.txt value

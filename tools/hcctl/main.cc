@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/man_page.h"
 #include "common/paths.h"
 #include "tools/hcctl/commands.h"
 
@@ -17,11 +18,49 @@ std::string defaultAdminSocket() {
   return hc::adminSocketPathFor(hc::defaultSocketPath());
 }
 
+// hcctl(1): the sections --help has no room for. Exit codes as in commands.h.
+hc::man::PageText manPage() {
+  using hc::man::Section;
+  hc::man::PageText text;
+  text.name = "hcctl";
+  text.section = "1";
+  text.manual = "User Commands";
+  text.summary = "ask hetero-commd about its health, node, devices, clients and communicators";
+  text.description =
+      "hcctl calls the daemon's gRPC services, grpc.health.v1.Health and "
+      "hetero_comm.v1.Control, over its admin Unix socket (control.admin_socket of "
+      "hetero-commd.toml(5)), or over TCP with --address (control.listen, or "
+      "control.health_listen for health alone), with TLS when --tls-ca is given.\n\n"
+      "On the admin socket the daemon knows the caller by its uid: clients, comms, trace, record "
+      "and stats show a caller only its own uid's clients and their communicators; root and "
+      "members of group hetero-comm-admin see every job. Over TCP only a client certificate "
+      "that mutual TLS verified sees the jobs.";
+  text.sections = {Section{"ENVIRONMENT",
+                           "",
+                           {{"HC_CONTROL_ADMIN_SOCKET", "the default of --socket"},
+                            {"HC_SOCKET",
+                             "otherwise, the daemon's client socket: --socket defaults to "
+                             "the admin socket beside it (<name>-admin.sock)"},
+                            {"XDG_RUNTIME_DIR",
+                             "otherwise, for a user other than root, the folder of that "
+                             "client socket ($XDG_RUNTIME_DIR/hetero-comm)"}}},
+                   Section{"EXIT STATUS",
+                           "As grpc_health_probe's, for every command:",
+                           {{"0", "success (health: SERVING)"},
+                            {"1", "bad arguments"},
+                            {"2", "cannot connect (or the TLS handshake failed)"},
+                            {"3", "the RPC failed (an unknown health service is NOT_FOUND)"},
+                            {"4", "the service is not SERVING"}}}};
+  text.seeAlso = {"hetero-commd(8)", "hetero-commd.toml(5)", "hc-perf(1)"};
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace hc::hcctl;
-  CLI::App app{"hcctl: ask hetero-commd about its health, node, devices, clients and communicators"};
+  CLI::App app{
+      "hcctl: ask hetero-commd about its health, node, devices, clients and communicators"};
   app.require_subcommand(1);
   Target target;
   target.socketPath = defaultAdminSocket();
@@ -72,7 +111,8 @@ int main(int argc, char** argv) {
   bool measure = false;
   devices->add_flag("--measure", measure,
                     "time every GPU's copies and reduction kernel again now (admins; slows "
-                    "running jobs for a moment) and print the new weights");
+                    "running jobs for a moment) and print the new weights; waits up to 60 s, or "
+                    "--rpc-timeout-ms if longer");
   auto* clients = app.add_subcommand("clients", "the connected training processes");
   clients->add_flag("--json", json, "print JSON");
   auto* comms = app.add_subcommand(
@@ -93,6 +133,8 @@ int main(int argc, char** argv) {
   record->add_option("--last", last, "only the last N operations (0 = all kept)");
   auto* stats = app.add_subcommand("stats", "uptime, clients, communicators, ops, dumps");
   stats->add_flag("--json", json, "print JSON");
+
+  hc::man::addPrintManFlag(app, manPage());
 
   try {
     app.parse(argc, argv);

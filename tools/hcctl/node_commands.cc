@@ -1,6 +1,8 @@
 // hcctl node and hcctl devices: hetero_comm.v1.Control/GetNode, as text or JSON. The GPU table is
 // common/inventory_text.h's formatGpuTable (the one the daemon's inventory prints through), fed
 // from the RPC's rows.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -15,6 +17,8 @@ namespace hc::hcctl {
 namespace {
 
 using nlohmann::json;
+
+constexpr std::chrono::milliseconds kMeasureDeadline{60000};
 
 json textOrNull(const std::string& t) { return t.empty() ? json(nullptr) : json(t); }
 json positiveOrNull(int64_t n) { return n > 0 ? json(n) : json(nullptr); }
@@ -192,6 +196,10 @@ int runDevices(const Target& target, bool asJson, bool measure) {
     if (!channel) return kExitConnectFailed;
     auto stub = hetero_comm::v1::Control::NewStub(channel);
     auto context = rpcContext(target);
+    // Timing every GPU takes tens of milliseconds each, seconds for slow or many ones: more than
+    // the deadline that suits a lookup.
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::max<std::chrono::milliseconds>(target.rpcTimeout, kMeasureDeadline));
     grpc::Status status =
         stub->MeasureDevices(context.get(), hetero_comm::v1::MeasureDevicesRequest(), &measured);
     if (!status.ok()) {

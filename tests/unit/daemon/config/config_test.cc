@@ -251,6 +251,37 @@ TEST(LoadConfigTest, HelpAndVersionSkipTheFiles) {
   EXPECT_TRUE(version->version);
 }
 
+// The pages the build installs: hetero-commd(8) from the options --help lists, and
+// hetero-commd.toml(5) with every key at the system daemon's default, whoever runs it.
+TEST(LoadConfigTest, PrintManSkipsTheFilesAndIsHiddenFromHelp) {
+  Env broken = {{"HC_CONFIG", "/nonexistent/hetero-commd.toml"}, {"HC_EXEC_SPIN_US", "x"}};
+  auto man8 = load({"--print-man", "8"}, broken);
+  ASSERT_TRUE(man8.isOk()) << man8.status().toString();
+  EXPECT_EQ(man8->manSection, 8);
+  EXPECT_EQ(man8->manText.find(".TH \"HETERO\\-COMMD\" \"8\""), 0u) << man8->manText;
+  EXPECT_NE(man8->manText.find("\\fB\\-\\-segment\\-bytes\\fR \\fISIZE\\fR"), std::string::npos)
+      << man8->manText;
+  EXPECT_EQ(man8->manText.find("print\\-man"), std::string::npos) << man8->manText;
+
+  auto man5 = load({"--print-man", "5"}, broken);
+  ASSERT_TRUE(man5.isOk()) << man5.status().toString();
+  const std::string& page = man5->manText;
+  EXPECT_NE(page.find(".SH \"[devices.sim]\"\n.TP\n\\fBnvidia\\fR = 0\n"), std::string::npos)
+      << page;
+  EXPECT_NE(page.find("\\fBsocket\\fR = \"/run/hetero\\-comm/hetero\\-commd.sock\"\n"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("\\fBsegment_bytes\\fR = 1073741824 (1 GiB)\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("Environment: \\fBHC_SERVER_SOCKET\\fR, or \\fBHC_SOCKET\\fR"),
+            std::string::npos)
+      << page;
+
+  EXPECT_FALSE(load({"--print-man", "7"}).isOk());
+  auto help = load({"--help"});
+  ASSERT_TRUE(help.isOk()) << help.status().toString();
+  EXPECT_EQ(help->helpText.find("--print-man"), std::string::npos) << help->helpText;
+}
+
 TEST(LoggingTest, ParsesTheDocumentedLevels) {
   EXPECT_EQ(*parseLogLevel("trace"), spdlog::level::trace);
   EXPECT_EQ(*parseLogLevel("warn"), spdlog::level::warn);

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
+#include <string>
+#include <utility>
 
 #include "daemon/device/sim/sim_node.h"
 #include "daemon/discovery/device_board.h"
@@ -33,7 +36,10 @@ const DeviceSpeed& speedOf(const std::vector<GpuRow>& gpus, const std::vector<De
   return none;
 }
 
-// A node whose sim nvidia:0 copies and reduces at 0.2 GB/s and sim amd:0 at 0.1 GB/s: slow
+constexpr double kFastGBps = 0.1;
+constexpr double kSlowGBps = 0.05;
+
+// A node whose sim nvidia:0 copies and reduces at 0.1 GB/s and sim amd:0 at 0.05 GB/s: slow
 // enough that the real copy or reduction after each simulated delay adds only a few percent
 // (that share is the configured speed over the host's, whatever the size).
 device::DeviceRegistry twoSpeedNode() {
@@ -41,35 +47,48 @@ device::DeviceRegistry twoSpeedNode() {
   device::SimNodeOptions options;
   options.nvidia = 1;
   options.amd = 1;
-  options.deviceGBps = {0.2, 0.1};
+  options.deviceGBps = {kFastGBps, kSlowGBps};
   EXPECT_TRUE(device::addSimDevices(registry, options, sumFloats).isOk());
   return registry;
+}
+
+// Why `speeds` are not what the configured speeds make, or "": each step at its configured speed
+// or a little below (the real copy or reduction after each simulated delay adds its own time),
+// the fast device 1.0 and the slow one half that within 10%.
+std::string offRatio(const DeviceSpeed& fast, const DeviceSpeed& slow) {
+  if (!fast.measured || !slow.measured) return "not measured: " + fast.note + " / " + slow.note;
+  for (auto [speed, gbps] : {std::pair{&fast, kFastGBps}, std::pair{&slow, kSlowGBps}}) {
+    for (double measured : {speed->h2dGBps, speed->d2hGBps, speed->reduceGBps}) {
+      if (measured > gbps * 1.02 || measured < gbps * 0.7) {
+        return "a step at " + std::to_string(measured) + " GB/s, configured " +
+               std::to_string(gbps);
+      }
+    }
+  }
+  if (fast.weight != 1.0 || std::abs(slow.weight - kSlowGBps / kFastGBps) > 0.05) {
+    return "weights " + std::to_string(fast.weight) + " and " + std::to_string(slow.weight);
+  }
+  return "";
 }
 
 TEST(DeviceSpeedTest, WeightsComeOutInTheRatioOfTheConfiguredSpeeds) {
   device::DeviceRegistry registry = twoSpeedNode();
   Inventory inventory = buildInventory(PciScan{}, registry, NetworkScan{});
   ASSERT_EQ(inventory.gpus.size(), 2u);
-  std::vector<DeviceSpeed> speeds = measureDeviceSpeeds(inventory.gpus, registry);
-  const DeviceSpeed& fast = speedOf(inventory.gpus, speeds, "sim-nvidia:0");
-  const DeviceSpeed& slow = speedOf(inventory.gpus, speeds, "sim-amd:0");
-  ASSERT_TRUE(fast.measured) << fast.note;
-  ASSERT_TRUE(slow.measured) << slow.note;
-  // Each step is at most its configured speed (the sleep) and not far below it: the copy or
-  // the host reduction that follows the sleep adds its own time, more on a busy machine.
-  for (double gbps : {fast.h2dGBps, fast.d2hGBps, fast.reduceGBps}) {
-    EXPECT_LE(gbps, 0.2 * 1.02);
-    EXPECT_GE(gbps, 0.2 * 0.7);
+  // Timing on a busy machine: a disturbed measurement is taken again, up to three in all; wrong
+  // figures are wrong every time.
+  std::string why;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<DeviceSpeed> speeds = measureDeviceSpeeds(inventory.gpus, registry);
+    const DeviceSpeed& fast = speedOf(inventory.gpus, speeds, "sim-nvidia:0");
+    const DeviceSpeed& slow = speedOf(inventory.gpus, speeds, "sim-amd:0");
+    EXPECT_NEAR(fast.rateGBps, 1.0 / (1 / fast.h2dGBps + 1 / fast.d2hGBps + 1 / fast.reduceGBps),
+                1e-9);
+    EXPECT_GT(fast.measuredUnixMs, 0);
+    why = offRatio(fast, slow);
+    if (why.empty()) break;
   }
-  for (double gbps : {slow.h2dGBps, slow.d2hGBps, slow.reduceGBps}) {
-    EXPECT_LE(gbps, 0.1 * 1.02);
-    EXPECT_GE(gbps, 0.1 * 0.7);
-  }
-  EXPECT_DOUBLE_EQ(fast.weight, 1.0);
-  EXPECT_NEAR(slow.weight, 0.5, 0.05) << "rates " << fast.rateGBps << " and " << slow.rateGBps;
-  EXPECT_NEAR(fast.rateGBps, 1.0 / (1 / fast.h2dGBps + 1 / fast.d2hGBps + 1 / fast.reduceGBps),
-              1e-9);
-  EXPECT_GT(fast.measuredUnixMs, 0);
+  EXPECT_EQ(why, "");
 }
 
 TEST(DeviceSpeedTest, ADeviceThatCannotBeMeasuredSaysWhy) {

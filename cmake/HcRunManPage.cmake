@@ -1,0 +1,26 @@
+# cmake -DOUTPUT=FILE -P HcRunManPage.cmake PROGRAM [ARGS...]: runs PROGRAM ARGS and writes what
+# it prints to FILE, only when it succeeds (a half-written page would look up to date to the
+# build). The variables that move the programs' default paths (the socket folder of a user's
+# session) are cleared, so a page is the same whoever builds it and names the system paths.
+set(command "")
+set(start -1)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(start GREATER_EQUAL 0 AND i GREATER_EQUAL start)
+    list(APPEND command "${CMAKE_ARGV${i}}")
+  elseif("${CMAKE_ARGV${i}}" STREQUAL "-P")
+    math(EXPR start "${i} + 2")
+  endif()
+endforeach()
+if("${command}" STREQUAL "" OR "${OUTPUT}" STREQUAL "")
+  message(FATAL_ERROR "usage: cmake -DOUTPUT=FILE -P HcRunManPage.cmake PROGRAM [ARGS...]")
+endif()
+foreach(name HC_SOCKET HC_CONTROL_ADMIN_SOCKET HC_PERF_SOCKETS XDG_RUNTIME_DIR STATE_DIRECTORY)
+  unset(ENV{${name}})
+endforeach()
+execute_process(COMMAND ${command} OUTPUT_FILE ${OUTPUT}.tmp RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  file(REMOVE ${OUTPUT}.tmp)
+  message(FATAL_ERROR "${command} exited ${rc}; no ${OUTPUT}")
+endif()
+file(RENAME ${OUTPUT}.tmp ${OUTPUT})
