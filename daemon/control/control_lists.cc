@@ -30,6 +30,7 @@ void describeComm(const observe::FlightSnapshot& s, Communicator* out) {
   out->set_failure(s.failure);
   out->set_ops_completed(s.opsCompleted);
   out->set_ops_failed(s.opsFailed);
+  out->set_bytes_completed(s.bytesCompleted);
   for (const observe::RankProgress& p : s.ranks) toProto(p, out->add_ranks());
   for (const std::string& a : s.comm.nodeAddresses) out->add_node_addresses(a);
 }

@@ -111,6 +111,7 @@ std::optional<FlightEntry> FlightRecorder::finishLocked(uint64_t recordId, const
   if (entry->timeDiscoveredStartedNs == 0) entry->timeDiscoveredStartedNs = now;
   entry->timeDiscoveredCompletedNs = now;
   entry->state = status.isOk() ? FlightState::Completed : FlightState::Failed;
+  if (status.isOk()) bytesCompleted_ += std::max(entry->what.bytesIn, entry->what.bytesOut);
   if (!status.isOk()) entry->error = status.toString();
   RankProgress& progress = progressLocked(entry->what.rank);
   (entry->what.p2p ? progress.transfersFinished : progress.collectivesFinished)++;
@@ -131,6 +132,7 @@ FlightSnapshot FlightRecorder::snapshot(size_t lastN) const {
   out.failure = failure_;
   out.opsCompleted = opsCompleted_;
   out.opsFailed = opsFailed_;
+  out.bytesCompleted = bytesCompleted_;
   out.ranks = ranks_;
   const size_t skip = lastN == 0 || lastN >= entries_.size() ? 0 : entries_.size() - lastN;
   out.entries.assign(entries_.begin() + static_cast<ptrdiff_t>(skip), entries_.end());

@@ -83,6 +83,9 @@ struct FlightSnapshot {
   std::string failure;   // when failed
   uint64_t opsCompleted = 0;  // finished without error, all local ranks
   uint64_t opsFailed = 0;
+  // Of the completed operations still in the record when they finished: max(bytesIn, bytesOut)
+  // each, the size nccl-tests reports.
+  uint64_t bytesCompleted = 0;
   std::vector<RankProgress> ranks;  // local ranks, ascending
   std::vector<FlightEntry> entries; // oldest first
 };
@@ -123,6 +126,7 @@ class FlightRecorder {
   std::string failure_;
   uint64_t opsCompleted_ = 0;
   uint64_t opsFailed_ = 0;
+  uint64_t bytesCompleted_ = 0;
   FinishSink sink_;
 };
 

@@ -53,4 +53,12 @@ int runTrace(const Target& target, const std::string& comm, bool json);
 int runRecord(const Target& target, const std::string& comm, uint32_t last);
 int runStats(const Target& target, bool json);
 
+// top_command.cc
+struct TopOptions {
+  bool once = false;           // one plain frame, then exit
+  double intervalSeconds = 1;  // between samples; rates are over it
+  uint64_t iterations = 0;     // frames to print; 0 = until q, Ctrl-C or a signal
+};
+int runTop(const Target& target, const TopOptions& options);
+
 }  // namespace hc::hcctl

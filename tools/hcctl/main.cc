@@ -31,8 +31,8 @@ hc::man::PageText manPage() {
       "hetero_comm.v1.Control, over its admin Unix socket (control.admin_socket of "
       "hetero-commd.toml(5)), or over TCP with --address (control.listen, or "
       "control.health_listen for health alone), with TLS when --tls-ca is given.\n\n"
-      "On the admin socket the daemon knows the caller by its uid: clients, comms, trace, record "
-      "and stats show a caller only its own uid's clients and their communicators; root and "
+      "On the admin socket the daemon knows the caller by its uid: clients, comms, trace, record, "
+      "stats and top show a caller only its own uid's clients and their communicators; root and "
       "members of group hetero-comm-admin see every job. Over TCP only a client certificate "
       "that mutual TLS verified sees the jobs.";
   text.sections = {Section{"ENVIRONMENT",
@@ -50,7 +50,8 @@ hc::man::PageText manPage() {
                             {"1", "bad arguments"},
                             {"2", "cannot connect (or the TLS handshake failed)"},
                             {"3", "the RPC failed (an unknown health service is NOT_FOUND)"},
-                            {"4", "the service is not SERVING"}}}};
+                            {"4", "the service is not SERVING"},
+                            {"128+N", "top ended by signal N (Ctrl-C in its live view exits 0)"}}}};
   text.seeAlso = {"hetero-commd(8)", "hetero-commd.toml(5)", "hc-perf(1)"};
   return text;
 }
@@ -134,6 +135,22 @@ int main(int argc, char** argv) {
   auto* stats = app.add_subcommand("stats", "uptime, clients, communicators, ops, dumps");
   stats->add_flag("--json", json, "print JSON");
 
+  TopOptions topOptions;
+  auto* top = app.add_subcommand(
+      "top",
+      "a live view of the communicators: ops/s, bytes/s, last op, waited-for ranks, "
+      "failures; q or Ctrl-C quits");
+  top->add_flag("--once", topOptions.once, "print one plain frame and exit (for scripts)");
+  top->add_option("--interval", topOptions.intervalSeconds,
+                  "seconds between frames; rates are over this interval, so even the first "
+                  "frame (and --once) comes one interval after start")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
+  top->add_option("--iterations", topOptions.iterations,
+                  "frames to print, then exit (0 = until q or Ctrl-C); without a terminal, "
+                  "frames follow each other as plain text")
+      ->capture_default_str();
+
   hc::man::addPrintManFlag(app, manPage());
 
   try {
@@ -152,5 +169,6 @@ int main(int argc, char** argv) {
   if (trace->parsed()) return runTrace(target, comm, json);
   if (record->parsed()) return runRecord(target, comm, last);
   if (stats->parsed()) return runStats(target, json);
+  if (top->parsed()) return runTop(target, topOptions);
   return kExitBadArguments;
 }

@@ -91,6 +91,21 @@ TEST(FlightRecorderTest, KeepsTheLastEntriesPerLocalRankAndCountsEvictedOnes) {
   EXPECT_EQ(recorder.snapshot(2).entries.front().recordId, 8u);
 }
 
+TEST(FlightRecorderTest, CountsTheBytesOfCompletedOperationsOnly) {
+  FlightRecorder recorder(CommIdentity{.id = 1, .keyHex = "k", .nranks = 2, .localRanks = {0}}, 8);
+  FlightOp gather = collective(0, 0);
+  gather.bytesIn = 64;
+  gather.bytesOut = 128;  // the larger side counts, as nccl-tests' size
+  FlightOp failed = collective(0, 1);
+  failed.bytesIn = failed.bytesOut = 1000;
+  FlightOp pending = collective(0, 2);
+  pending.bytesIn = pending.bytesOut = 5000;
+  recorder.finished(recorder.posted(gather), okStatus());
+  recorder.finished(recorder.posted(failed), unavailable("peer gone"));
+  (void)recorder.posted(pending);
+  EXPECT_EQ(recorder.snapshot().bytesCompleted, 128u);
+}
+
 TEST(FlightJsonTest, DumpUsesPyTorchFieldNamesAndDtypes) {
   FlightRecorder recorder(CommIdentity{.id = 1, .keyHex = "00ff/3.1", .nranks = 2, .localRanks = {0}}, 8);
   recorder.started(recorder.posted(collective(0, 0, "reduce_scatter")));
