@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/man_page.h"
+#include "common/vocabulary.h"
 
 namespace hc::bench {
 namespace {
@@ -58,16 +59,6 @@ constexpr std::pair<const char*, OpKind> kOps[] = {
     {"barrier", OpKind::Barrier},
 };
 
-// nccl-tests' names first (the ones the table prints), then aliases.
-constexpr std::pair<const char*, hc_dtype_t> kDtypes[] = {
-    {"int8", HC_INT8},         {"uint8", HC_UINT8},         {"int32", HC_INT32},
-    {"uint32", HC_UINT32},     {"int64", HC_INT64},         {"uint64", HC_UINT64},
-    {"half", HC_FLOAT16},      {"float", HC_FLOAT32},       {"double", HC_FLOAT64},
-    {"bfloat16", HC_BFLOAT16}, {"f8e4m3", HC_FLOAT8E4M3},   {"f8e5m2", HC_FLOAT8E5M2},
-    {"float16", HC_FLOAT16},   {"float32", HC_FLOAT32},     {"float64", HC_FLOAT64},
-    {"bf16", HC_BFLOAT16},     {"fp8_e4m3", HC_FLOAT8E4M3}, {"fp8_e5m2", HC_FLOAT8E5M2},
-};
-
 constexpr std::pair<const char*, hc_redop_t> kRedops[] = {
     {"sum", HC_SUM}, {"prod", HC_PROD}, {"max", HC_MAX}, {"min", HC_MIN}, {"avg", HC_AVG},
 };
@@ -86,6 +77,18 @@ bool lookup(const std::pair<const char*, T> (&table)[N], const std::string& name
     }
   }
   return name == "all";
+}
+
+// "all" (every dtype, in the vocabulary's order) or one name the vocabulary knows.
+bool parseDtypes(const std::string& name, std::vector<hc_dtype_t>* out) {
+  out->clear();
+  if (name == "all") {
+    for (int d = 0; d < hc::kNumDtypes; ++d) out->push_back(static_cast<hc_dtype_t>(d));
+    return true;
+  }
+  const auto d = hc::dtypeNamed(name);
+  if (d) out->push_back(static_cast<hc_dtype_t>(*d));
+  return d.has_value();
 }
 
 }  // namespace
@@ -202,7 +205,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
   // -o all: the operations the API has; one it lacks, named alone, is an error.
   std::erase_if(o.ops, [&](OpKind k) { return !apiHasOp(o.api, k); });
   if (o.ops.empty()) return fail("--api " + api + " has no " + op);
-  if (!lookup(kDtypes, dtype, &o.dtypes)) return fail("unknown -d '" + dtype + "'");
+  if (!parseDtypes(dtype, &o.dtypes)) return fail("unknown -d '" + dtype + "'");
   if (!lookup(kRedops, redop, &o.redops)) return fail("unknown -r '" + redop + "'");
   if (o.root < 0 || o.root >= o.nranks) return fail("-R must name a rank below -N");
   // The environment only when neither flag was given: flags win over the environment.
@@ -318,10 +321,8 @@ const char* opName(OpKind op) {
 }
 
 const char* dtypeName(hc_dtype_t dtype) {
-  for (const auto& [n, v] : kDtypes) {
-    if (v == dtype) return n;
-  }
-  return "?";
+  const auto d = hc::dtypeFrom(dtype);
+  return d ? hc::ncclTestsDtypeName(*d) : "?";
 }
 
 const char* redopName(hc_redop_t redop) {
@@ -333,26 +334,8 @@ const char* redopName(hc_redop_t redop) {
 }
 
 size_t dtypeSize(hc_dtype_t dtype) {
-  switch (dtype) {
-    case HC_INT8:
-    case HC_UINT8:
-    case HC_FLOAT8E4M3:
-    case HC_FLOAT8E5M2:
-      return 1;
-    case HC_FLOAT16:
-    case HC_BFLOAT16:
-      return 2;
-    case HC_INT32:
-    case HC_UINT32:
-    case HC_FLOAT32:
-      return 4;
-    case HC_INT64:
-    case HC_UINT64:
-    case HC_FLOAT64:
-      return 8;
-    default:
-      return 0;
-  }
+  const auto d = hc::dtypeFrom(dtype);
+  return d ? hc::dtypeSize(*d) : 0;
 }
 
 bool hasRedop(OpKind op) {

@@ -16,49 +16,25 @@ namespace {
 
 using ipc::OpType;
 
-const char* opName(uint8_t op) {
-  switch (static_cast<OpType>(op)) {
-    case OpType::CommInit: return "comm_init";
-    case OpType::CommDestroy: return "comm_destroy";
-    case OpType::AllReduce: return "allreduce";
-    case OpType::Broadcast: return "broadcast";
-    case OpType::Reduce: return "reduce";
-    case OpType::AllGather: return "allgather";
-    case OpType::ReduceScatter: return "reduce_scatter";
-    case OpType::Barrier: return "barrier";
-    case OpType::AllToAll: return "alltoall";
-    case OpType::Gather: return "gather";
-    case OpType::Scatter: return "scatter";
-    case OpType::Send: return "send";
-    case OpType::Recv: return "recv";
-    case OpType::CommSplit: return "comm_split";
-  }
-  return "unknown operation";
-}
-
-bool hasRoot(OpType t) {
-  return t == OpType::Broadcast || t == OpType::Reduce || t == OpType::Gather ||
-         t == OpType::Scatter;
-}
-bool isP2p(OpType t) { return t == OpType::Send || t == OpType::Recv; }
+const char* opName(uint8_t op) { return hc::opName(static_cast<OpType>(op)); }
 
 // The call's own checks, before anything is placed or allocated.
 Status checkCall(const ipc::SubmitEntry& e, int rank, int nranks, BufferArg send, BufferArg recv) {
   const auto type = static_cast<OpType>(e.op);
   const std::string name = opName(e.op);
-  if (type != OpType::Barrier && elemSize(e.dtype) == 0) {
+  if (movesData(type) && !dtypeFrom(e.dtype)) {
     return invalidArgument(name + ": dtype " + std::to_string(e.dtype) + " is not an hc_dtype_t");
   }
   if (send.bytes == kBytesOverflow || recv.bytes == kBytesOverflow) {
     return invalidArgument(name + ": count " + std::to_string(e.count) +
                            " overflows the size of a buffer");
   }
-  if ((hasRoot(type) || isP2p(type)) && (e.root < 0 || e.root >= nranks)) {
-    return invalidArgument(name + ": " + (isP2p(type) ? "peer " : "root ") +
+  if ((hasRoot(type) || isPointToPoint(type)) && (e.root < 0 || e.root >= nranks)) {
+    return invalidArgument(name + ": " + (isPointToPoint(type) ? "peer " : "root ") +
                            std::to_string(e.root) + " is out of range for " +
                            std::to_string(nranks) + " ranks");
   }
-  if (isP2p(type) && e.root == rank && !groupOpen()) {
+  if (isPointToPoint(type) && e.root == rank && !groupOpen()) {
     // The daemon pairs a send to oneself with the receive of the same group: alone it would
     // wait forever.
     return invalidArgument(name + (type == OpType::Send ? " to" : " from") + " itself (rank " +
@@ -187,9 +163,12 @@ Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg
   }
   auto refFor = [&](const Placement& at, BufferArg b, Side side) -> Result<ipc::BufferRef> {
     switch (at.at) {
-      case Residence::None: return noBufferRef();
-      case Residence::Segment: return conn.bufferRef(b.ptr, b.bytes);
-      case Residence::Attached: return processMemoryRef(b.ptr);
+      case Residence::None:
+        return noBufferRef();
+      case Residence::Segment:
+        return conn.bufferRef(b.ptr, b.bytes);
+      case Residence::Attached:
+        return processMemoryRef(b.ptr);
       case Residence::Device: {
         auto ref = conn.deviceRef(at.runtime, at.device, b.ptr, b.bytes);
         if (!ref.isOk()) {

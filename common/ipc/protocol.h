@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/vocabulary.h"
+
 namespace hc::ipc {
 
 constexpr uint32_t kFrameMagic = 0x50494348;  // "HCIP" little-endian
@@ -296,24 +298,11 @@ constexpr uint32_t kSegmentMagic = 0x47455348;  // "HSEG"
 constexpr uint64_t kNoBuffer = ~0ull;           // an absent buffer reference
 constexpr size_t kHeapAlignment = 4096;         // every heap allocation is page aligned
 
-// Operation codes of submission entries.
-enum class OpType : uint8_t {
-  CommInit = 1,     // join communicator `key` as `rank` of `nranks`; completion value = handle
-  CommDestroy = 2,  // leave the communicator; ops after it on other ranks fail
-  AllReduce = 3,
-  Broadcast = 4,
-  Reduce = 5,
-  AllGather = 6,
-  ReduceScatter = 7,
-  Barrier = 8,
-  AllToAll = 9,    // count = elements per peer; send and recv hold nranks * count
-  Gather = 10,     // count = elements per rank; the root's recv holds nranks * count
-  Scatter = 11,    // count = elements per rank; the root's send holds nranks * count
-  Send = 12,       // root = the peer rank; send = the data
-  Recv = 13,       // root = the peer rank; recv = where the data lands
-  CommSplit = 14,  // collective over the parent; splitColor/splitKey; completion: see below
-};
-constexpr uint8_t kNumOpTypes = 15;
+// Operation codes (SubmitEntry::op), dtypes and reduction operators: common/vocabulary.h.
+using hc::kNumOpTypes;
+using hc::kNumRedOps;
+using hc::OpType;
+using hc::RedOp;
 
 // SubmitEntry::flags.
 // GroupMore: another entry of the same group on the same communicator follows. Entries up to and
@@ -334,11 +323,6 @@ enum class MemKind : uint8_t {
   Device = 2,         // offset into the registered device allocation BufferRef::region
 };
 
-// Reduction operator codes in entries: the NCCL values, and PreMulSum for a dynamic op whose
-// scalar travels in the entry.
-enum class RedOp : uint8_t { Sum = 0, Prod = 1, Max = 2, Min = 3, Avg = 4, PreMulSum = 5 };
-constexpr uint8_t kNumRedOps = 6;
-
 struct BufferRef {
   uint64_t offset;  // kNoBuffer when absent
   uint8_t kind;     // MemKind
@@ -351,7 +335,7 @@ struct SubmitEntry {
   uint64_t requestId;   // echoed in the completion
   uint64_t commHandle;  // from the CommInit completion; 0 for CommInit itself
   uint8_t op;           // OpType
-  uint8_t dtype;        // hc_dtype_t / ncclDataType_t value
+  uint8_t dtype;        // Dtype (the hc_dtype_t / ncclDataType_t value)
   uint8_t redop;        // RedOp
   uint8_t flags;        // kEntry* bits
   int32_t root;         // broadcast/reduce/gather/scatter root; send/recv peer; -1 otherwise

@@ -13,8 +13,8 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
   const size_t bytes = op.count * esize;
   if (op.count == 0 || n == 0) return;
   switch (op.type) {
-    case ipc::OpType::AllReduce:
-    case ipc::OpType::Reduce: {
+    case OpType::AllReduce:
+    case OpType::Reduce: {
       Task t;
       t.reduce = true;
       t.units = op.count;
@@ -22,7 +22,7 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
         t.inputs.push_back(r.send);
         t.scalars.push_back(r.scalar);
       }
-      if (op.type == ipc::OpType::AllReduce) {
+      if (op.type == OpType::AllReduce) {
         for (const auto& r : ranks) t.outputs.push_back(r.recv);
       } else {
         t.outputs.push_back(ranks[op.root].recv);
@@ -30,7 +30,7 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
       addTask(std::move(t), esize, pieceBytes);
       break;
     }
-    case ipc::OpType::ReduceScatter: {
+    case OpType::ReduceScatter: {
       // Rank i receives the reduction of block i of every rank's input.
       for (size_t i = 0; i < n; ++i) {
         Task t;
@@ -45,7 +45,7 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
       }
       break;
     }
-    case ipc::OpType::Broadcast: {
+    case OpType::Broadcast: {
       Task t;
       t.units = bytes;
       t.inputs.push_back(ranks[op.root].send);
@@ -53,7 +53,7 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
       addTask(std::move(t), 1, pieceBytes);
       break;
     }
-    case ipc::OpType::AllGather: {
+    case OpType::AllGather: {
       // Block i of every rank's output is rank i's input.
       for (size_t i = 0; i < n; ++i) {
         Task t;
@@ -64,7 +64,7 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
       }
       break;
     }
-    case ipc::OpType::AllToAll: {
+    case OpType::AllToAll: {
       // Block j of rank i's input becomes block i of rank j's output.
       for (size_t i = 0; i < n; ++i) {
         for (size_t j = 0; j < n; ++j) {
@@ -77,7 +77,7 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
       }
       break;
     }
-    case ipc::OpType::Gather: {
+    case OpType::Gather: {
       // Block i of the root's output is rank i's input.
       for (size_t i = 0; i < n; ++i) {
         Task t;
@@ -88,7 +88,7 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
       }
       break;
     }
-    case ipc::OpType::Scatter: {
+    case OpType::Scatter: {
       // Rank i's output is block i of the root's input.
       for (size_t i = 0; i < n; ++i) {
         Task t;
@@ -99,7 +99,7 @@ LocalPlan::LocalPlan(const LocalOp& op, std::vector<RankBuffers> ranks, size_t p
       }
       break;
     }
-    case ipc::OpType::Send: {
+    case OpType::Send: {
       // A matched transfer: ranks = {the sender, the receiver}.
       HC_CHECK(n == 2);
       Task t;
@@ -140,8 +140,7 @@ void LocalPlan::runPiece(size_t i) const {
     spec.nInputs = t.inputs.size();
     spec.outputs = t.outputs.data();
     spec.nOutputs = t.outputs.size();
-    spec.scalars = op_.redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum) ? t.scalars.data()
-                                                                             : nullptr;
+    spec.scalars = op_.redop == RedOp::PreMulSum ? t.scalars.data() : nullptr;
     spec.nRanks = nranks_;
     reduceRange(spec, p.begin, p.end);
   } else {

@@ -8,14 +8,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/ipc/protocol.h"
+#include "common/vocabulary.h"
 
 namespace hc::coll {
 
 struct LocalOp {
-  ipc::OpType type;
-  uint8_t dtype = 0;
-  uint8_t redop = 0;
+  OpType type;
+  Dtype dtype = Dtype::Int8;
+  RedOp redop = RedOp::Sum;
   int root = -1;
   uint64_t count = 0;  // as in the entry: allgather per-rank send, reduce-scatter per-rank recv
 };

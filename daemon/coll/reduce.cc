@@ -6,21 +6,11 @@
 #include <string>
 #include <type_traits>
 
-#include "common/ipc/protocol.h"
 #include "daemon/coll/chunk_writer.h"
 #include "daemon/coll/reduce_kernels.h"
 
 namespace hc::coll {
 namespace {
-
-// Indexed by dtype value.
-constexpr size_t kDtypeSizes[kNumDtypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-constexpr const char* kDtypeNames[kNumDtypes] = {"int8",    "uint8",    "int32",    "uint32",
-                                                 "int64",   "uint64",   "float16",  "float32",
-                                                 "float64", "bfloat16", "fp8_e4m3", "fp8_e5m2"};
-// Indexed by ipc::RedOp value.
-constexpr const char* kRedopNames[ipc::kNumRedOps] = {"sum", "prod", "max",
-                                                      "min", "avg",  "premulsum"};
 
 // Integer sums and products are computed in the unsigned type: they wrap modulo 2^bits, with no
 // undefined behaviour, and the bits equal those of the signed wrap.
@@ -166,70 +156,50 @@ HC_CHUNK_CLONES void reduceTyped(const ReduceSpec& s, size_t begin, size_t end) 
 template <typename T>
 void reduceAs(const ReduceSpec& s, size_t begin, size_t end) {
   using U = WrapType<T>;
-  switch (static_cast<ipc::RedOp>(s.redop)) {
-    case ipc::RedOp::Sum:
+  switch (s.redop) {
+    case RedOp::Sum:
       return reduceTyped<T, U, SumOp, false>(s, begin, end);
-    case ipc::RedOp::Prod:
+    case RedOp::Prod:
       return reduceTyped<T, U, ProdOp, false>(s, begin, end);
-    case ipc::RedOp::Max:
+    case RedOp::Max:
       return reduceTyped<T, T, MaxOp, false>(s, begin, end);
-    case ipc::RedOp::Min:
+    case RedOp::Min:
       return reduceTyped<T, T, MinOp, false>(s, begin, end);
-    case ipc::RedOp::Avg:
+    case RedOp::Avg:
       return reduceTyped<T, U, SumOp, true>(s, begin, end);
-    case ipc::RedOp::PreMulSum:
+    case RedOp::PreMulSum:
       return reduceTyped<T, U, PreMulSumOp, false>(s, begin, end);
   }
-  HC_CHECK(s.redop < ipc::kNumRedOps);
 }
 
 }  // namespace
 
-hc::Status checkDtype(uint8_t dtype) {
-  if (dtype >= kNumDtypes) return invalidArgument("unknown dtype " + std::to_string(dtype));
-  return okStatus();
-}
-
-hc::Status checkReduction(uint8_t dtype, uint8_t redop) {
-  HC_RETURN_IF_ERROR(checkDtype(dtype));
-  if (redop >= ipc::kNumRedOps) {
-    return invalidArgument("unknown reduction operator " + std::to_string(redop));
-  }
-  return okStatus();
-}
-
-size_t dtypeSize(uint8_t dtype) { return dtype < kNumDtypes ? kDtypeSizes[dtype] : 0; }
-
-const char* dtypeName(uint8_t dtype) { return dtype < kNumDtypes ? kDtypeNames[dtype] : "unknown"; }
-
-const char* redopName(uint8_t redop) {
-  return redop < ipc::kNumRedOps ? kRedopNames[redop] : "unknown";
-}
-
 void reduceRange(const ReduceSpec& spec, size_t begin, size_t end) {
   if (begin >= end) return;
   HC_CHECK(spec.nInputs > 0);
-  HC_CHECK(spec.redop != static_cast<uint8_t>(ipc::RedOp::PreMulSum) || spec.scalars != nullptr);
-  HC_CHECK(spec.redop != static_cast<uint8_t>(ipc::RedOp::Avg) || spec.nRanks > 0);
+  HC_CHECK(spec.redop != RedOp::PreMulSum || spec.scalars != nullptr);
+  HC_CHECK(spec.redop != RedOp::Avg || spec.nRanks > 0);
   switch (spec.dtype) {
-    case kInt8:
+    case Dtype::Int8:
       return reduceAs<int8_t>(spec, begin, end);
-    case kUint8:
+    case Dtype::Uint8:
       return reduceAs<uint8_t>(spec, begin, end);
-    case kInt32:
+    case Dtype::Int32:
       return reduceAs<int32_t>(spec, begin, end);
-    case kUint32:
+    case Dtype::Uint32:
       return reduceAs<uint32_t>(spec, begin, end);
-    case kInt64:
+    case Dtype::Int64:
       return reduceAs<int64_t>(spec, begin, end);
-    case kUint64:
+    case Dtype::Uint64:
       return reduceAs<uint64_t>(spec, begin, end);
-    case kFloat32:
+    case Dtype::Float32:
       return reduceAs<float>(spec, begin, end);
-    case kFloat64:
+    case Dtype::Float64:
       return reduceAs<double>(spec, begin, end);
-    default:
-      HC_CHECK(isNarrowFloat(spec.dtype) && "checkReduction() accepted this dtype");
+    case Dtype::Float16:
+    case Dtype::Bfloat16:
+    case Dtype::Fp8e4m3:
+    case Dtype::Fp8e5m2:
       return reduceNarrowRange(spec, begin, end);
   }
 }

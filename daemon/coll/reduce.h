@@ -9,24 +9,13 @@
 #include <cstdint>
 
 #include "common/status.h"
+#include "common/vocabulary.h"
 
 namespace hc::coll {
 
-// Whether this dtype/operator pair is implemented. dtype takes the ncclDataType_t values and
-// redop the ipc::RedOp values. Every one of the 12 dtypes (int8, uint8, int32, uint32, int64,
-// uint64, float16, float32, float64, bfloat16, fp8 e4m3, fp8 e5m2) works with every operator;
-// unknown values are InvalidArgument, and the message names them ("unknown dtype 12").
-[[nodiscard]] hc::Status checkReduction(uint8_t dtype, uint8_t redop);
-// For copies (broadcast, allgather): the same 12 dtypes are valid.
-[[nodiscard]] hc::Status checkDtype(uint8_t dtype);
-
-size_t dtypeSize(uint8_t dtype);       // bytes per element; 0 for unknown values
-const char* dtypeName(uint8_t dtype);  // "float32", ...; "unknown" for unknown values
-const char* redopName(uint8_t redop);  // "sum", ...; "unknown" for unknown values
-
 struct ReduceSpec {
-  uint8_t dtype;
-  uint8_t redop;
+  Dtype dtype;
+  RedOp redop;
   const void* const* inputs;  // inputs[i] = rank i's send buffer (already offset)
   size_t nInputs;
   void* const* outputs;  // every buffer that receives the result
@@ -53,7 +42,6 @@ struct ReduceSpec {
 //   +-inf, fp8 saturates to +-max finite; see common/numerics/float_types.h.
 // Ranges of at least 256 KiB write outputs that are not inputs with non-temporal stores (x86-64),
 // fenced before returning, so the results are ordered before whatever the caller does next.
-// The pair must have passed checkReduction() (a broken promise is fatal).
 void reduceRange(const ReduceSpec& spec, size_t begin, size_t end);
 
 // Copies bytes [begin, end) of src into every output (broadcast, allgather), reading src once;

@@ -28,31 +28,9 @@
 
 namespace hc::coll {
 
-// ncclDataType_t values.
-enum Dtype : uint8_t {
-  kInt8 = 0,
-  kUint8 = 1,
-  kInt32 = 2,
-  kUint32 = 3,
-  kInt64 = 4,
-  kUint64 = 5,
-  kFloat16 = 6,
-  kFloat32 = 7,
-  kFloat64 = 8,
-  kBfloat16 = 9,
-  kFp8e4m3 = 10,
-  kFp8e5m2 = 11,
-};
-constexpr uint8_t kNumDtypes = 12;
-
 // Elements of one chunk are combined in an L1-resident accumulator of this many bytes while every
 // input streams through once.
 constexpr size_t kChunkBytes = 16 * 1024;
-
-// Whether the dtype is one of the 16- and 8-bit floats that accumulate in fp32.
-constexpr bool isNarrowFloat(uint8_t dtype) {
-  return dtype == kFloat16 || dtype == kBfloat16 || dtype == kFp8e4m3 || dtype == kFp8e5m2;
-}
 
 // Stores the results of one chunk: value(j) for j in [0, n), which is element `first + j` of
 // every output. Whole 64-byte blocks are computed and stored as they go, so that the loads of the

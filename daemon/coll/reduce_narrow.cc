@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "common/ipc/protocol.h"
 #include "common/numerics/float_types.h"
 #include "common/status.h"
 #include "daemon/coll/chunk_writer.h"
@@ -115,34 +114,33 @@ HC_CHUNK_CLONES void reduceNarrowTyped(const ReduceSpec& s, size_t begin, size_t
 
 template <typename Format>
 void reduceNarrowAs(const ReduceSpec& s, size_t begin, size_t end) {
-  switch (static_cast<ipc::RedOp>(s.redop)) {
-    case ipc::RedOp::Sum:
+  switch (s.redop) {
+    case RedOp::Sum:
       return reduceNarrowTyped<Format, SumStep, false>(s, begin, end);
-    case ipc::RedOp::Prod:
+    case RedOp::Prod:
       return reduceNarrowTyped<Format, ProdStep, false>(s, begin, end);
-    case ipc::RedOp::Max:
+    case RedOp::Max:
       return reduceNarrowTyped<Format, MaxStep, false>(s, begin, end);
-    case ipc::RedOp::Min:
+    case RedOp::Min:
       return reduceNarrowTyped<Format, MinStep, false>(s, begin, end);
-    case ipc::RedOp::Avg:
+    case RedOp::Avg:
       return reduceNarrowTyped<Format, SumStep, true>(s, begin, end);
-    case ipc::RedOp::PreMulSum:
+    case RedOp::PreMulSum:
       return reduceNarrowTyped<Format, PreMulSumStep, false>(s, begin, end);
   }
-  HC_CHECK(s.redop < ipc::kNumRedOps);
 }
 
 }  // namespace
 
 void reduceNarrowRange(const ReduceSpec& spec, size_t begin, size_t end) {
   switch (spec.dtype) {
-    case kFloat16:
+    case Dtype::Float16:
       return reduceNarrowAs<nx::Fp16>(spec, begin, end);
-    case kBfloat16:
+    case Dtype::Bfloat16:
       return reduceNarrowAs<nx::Bf16>(spec, begin, end);
-    case kFp8e4m3:
+    case Dtype::Fp8e4m3:
       return reduceNarrowAs<nx::Fp8E4M3>(spec, begin, end);
-    case kFp8e5m2:
+    case Dtype::Fp8e5m2:
       return reduceNarrowAs<nx::Fp8E5M2>(spec, begin, end);
     default:
       HC_CHECK(isNarrowFloat(spec.dtype) && "the caller dispatched a narrow float");

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/vocabulary.h"
 
 namespace hc::device {
 
@@ -98,8 +99,8 @@ using EventId = uint64_t;   // 0 is never a valid event
 // does not depend on coll/ (coll builds a ReduceSpec from it in a few lines). Elements
 // [0, count) of every input are combined and the result is stored to every output.
 struct ReduceWork {
-  uint8_t dtype = 0;                    // ncclDataType_t value
-  uint8_t redop = 0;                    // ipc::RedOp value
+  Dtype dtype = Dtype::Int8;
+  RedOp redop = RedOp::Sum;
   std::span<const void* const> inputs;  // inputs[i] = rank i's buffer (already offset)
   std::span<void* const> outputs;       // every buffer that receives the result
   // PreMulSum: one scalar per input (its bytes in dtype, little-endian, zero-padded); else empty.
@@ -169,10 +170,9 @@ class Device {
                                          size_t bytes) = 0;
   // Same rules as copyAsync(). The descriptor (spans and scalars) is copied at enqueue, so it
   // may go away when this returns; the buffers it names must stay valid until the work
-  // completes. The dtype/redop pair must have passed coll::checkReduction(): the device runs the
-  // kernel it was given and does not judge the pair. InvalidArgument for a malformed
-  // descriptor (no inputs or outputs, null buffers with count > 0, scalars.size() not 0 or
-  // inputs.size()); DeviceError when !capabilities().reduceKernels.
+  // completes. InvalidArgument for a malformed descriptor (no inputs or outputs, null buffers
+  // with count > 0, scalars.size() not 0 or inputs.size()); DeviceError when
+  // !capabilities().reduceKernels.
   [[nodiscard]] virtual Status reduceAsync(StreamId stream, const ReduceWork& work) = 0;
 
   // Non-blocking. Returns an event that completes when every op enqueued on `stream` before

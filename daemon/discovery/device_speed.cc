@@ -11,10 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The wire values of ncclFloat32 and ncclSum (ReduceWork carries NCCL's codes).
-constexpr uint8_t kDtypeFloat32 = 7;
-constexpr uint8_t kRedOpSum = 0;
-
 int64_t unixMillisNow() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -72,8 +68,8 @@ class Bench {
     const void* inputs[2] = {deviceBuffers_[0], deviceBuffers_[1]};
     void* outputs[1] = {deviceBuffers_[1]};
     device::ReduceWork work;
-    work.dtype = kDtypeFloat32;
-    work.redop = kRedOpSum;
+    work.dtype = Dtype::Float32;
+    work.redop = RedOp::Sum;
     work.inputs = inputs;
     work.outputs = outputs;
     work.nRanks = 2;

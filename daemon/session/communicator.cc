@@ -82,8 +82,8 @@ Status Communicator::checkUnit(int rank, const Unit& unit) const {
   // partner that can only come after it, on the same rank.
   int selfSends = 0, selfRecvs = 0;
   for (const auto& op : unit.ops) {
-    if (op.type == ipc::OpType::Send && op.root == rank) ++selfSends;
-    if (op.type == ipc::OpType::Recv && op.root == rank) ++selfRecvs;
+    if (op.type == OpType::Send && op.root == rank) ++selfSends;
+    if (op.type == OpType::Recv && op.root == rank) ++selfRecvs;
   }
   if (selfSends != selfRecvs) {
     return invalidArgument("a send to self needs a matching receive from self in the same group (" +
@@ -95,9 +95,9 @@ Status Communicator::checkUnit(int rank, const Unit& unit) const {
 
 void Communicator::assignSequences(int rank, Unit& unit) {
   for (auto& op : unit.ops) {
-    if (op.type == ipc::OpType::Send) {
+    if (op.type == OpType::Send) {
       op.seq = sendsPosted_[pairKey(rank, op.root)]++;
-    } else if (op.type == ipc::OpType::Recv) {
+    } else if (op.type == OpType::Recv) {
       op.seq = recvsPosted_[pairKey(rank, op.root)]++;
     } else {
       op.seq = collectivesPosted_[rank]++;
@@ -111,17 +111,15 @@ void Communicator::activateHead(int rank) {
   Unit& unit = queues_[rank].front();
   for (size_t i = 0; i < unit.ops.size() && !failed(); ++i) {
     if (anyDeparted_ && needsDeparted(rank, unit.ops[i])) {
-      const int gone = isPointToPoint(unit.ops[i].type) && !departed_[unit.ops[i].root].isOk()
-                           ? unit.ops[i].root
-                           : static_cast<int>(std::find_if(departed_.begin(), departed_.end(),
-                                                           [](const Status& d) {
-                                                             return !d.isOk();
-                                                           }) -
-                                              departed_.begin());
-      fail(Status{departed_[gone].code(), describeOp(unit.ops[i]) + " of rank " +
-                                              std::to_string(rank) + " needs rank " +
-                                              std::to_string(gone) + ", which " +
-                                              departed_[gone].message()});
+      const int gone =
+          isPointToPoint(unit.ops[i].type) && !departed_[unit.ops[i].root].isOk()
+              ? unit.ops[i].root
+              : static_cast<int>(std::find_if(departed_.begin(), departed_.end(),
+                                              [](const Status& d) { return !d.isOk(); }) -
+                                 departed_.begin());
+      fail(Status{departed_[gone].code(),
+                  describeOp(unit.ops[i]) + " of rank " + std::to_string(rank) + " needs rank " +
+                      std::to_string(gone) + ", which " + departed_[gone].message()});
       return;
     }
     if (isPointToPoint(unit.ops[i].type)) {
@@ -150,13 +148,13 @@ void Communicator::offerCollective(int rank, Unit& unit, size_t index) {
 void Communicator::offerTransfer(int rank, Unit& unit, size_t index) {
   const PendingOp& op = unit.ops[index];
   const Match::Ref ref{rank, unit.serial, index};
-  const bool isSend = op.type == ipc::OpType::Send;
+  const bool isSend = op.type == OpType::Send;
   if (remote_[op.root]) {
     addMatch({ref}, op.seq);
     return;
   }
-  const TransferKey key = isSend ? TransferKey{rank, op.root, op.seq}
-                                 : TransferKey{op.root, rank, op.seq};
+  const TransferKey key =
+      isSend ? TransferKey{rank, op.root, op.seq} : TransferKey{op.root, rank, op.seq};
   auto& partners = isSend ? recvs_ : sends_;
   auto it = partners.find(key);
   if (it == partners.end()) {
@@ -199,7 +197,7 @@ Status Communicator::agreement(const std::vector<const PendingOp*>& ops,
   const PendingOp& a = *ops[0];
   if (isPointToPoint(a.type)) {
     if (ops.size() == 1) return okStatus();  // the other side is on another daemon
-    const PendingOp& b = *ops[1];  // the receive
+    const PendingOp& b = *ops[1];            // the receive
     if (a.count == b.count && a.dtype == b.dtype) return okStatus();
     return invalidArgument(mismatchText("transfer " + std::to_string(seq), refs[0].rank,
                                         describeOp(a), "sent", refs[1].rank, describeOp(b),
@@ -208,13 +206,12 @@ Status Communicator::agreement(const std::vector<const PendingOp*>& ops,
   for (size_t r = 1; r < ops.size(); ++r) {
     const PendingOp& b = *ops[r];
     bool same = a.type == b.type;
-    if (same && a.type != ipc::OpType::CommSplit) {
+    if (same && a.type != OpType::CommSplit) {
       same = a.dtype == b.dtype && a.count == b.count && a.root == b.root && a.redop == b.redop;
     }
     if (!same) {
-      return invalidArgument(mismatchText("op " + std::to_string(seq), refs[0].rank,
-                                          describeOp(a), "posted", refs[r].rank, describeOp(b),
-                                          "posted"));
+      return invalidArgument(mismatchText("op " + std::to_string(seq), refs[0].rank, describeOp(a),
+                                          "posted", refs[r].rank, describeOp(b), "posted"));
     }
   }
   return okStatus();
@@ -296,7 +293,7 @@ bool Communicator::needsDeparted(int rank, const PendingOp& op) const {
   if (!isPointToPoint(op.type)) return true;  // a collective needs every rank
   if (departed_[op.root].isOk()) return false;
   // A send the departed rank posted before it left is still there to receive.
-  if (op.type != ipc::OpType::Recv) return true;
+  if (op.type != OpType::Recv) return true;
   auto sent = sendsPosted_.find(pairKey(op.root, rank));
   return sent == sendsPosted_.end() || op.seq >= sent->second;
 }
@@ -304,8 +301,8 @@ bool Communicator::needsDeparted(int rank, const PendingOp& op) const {
 std::vector<Communicator::SentCount> Communicator::sentCounts() const {
   std::vector<SentCount> counts;
   for (const auto& [key, sends] : sendsPosted_) {
-    counts.push_back(SentCount{static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffffu),
-                               sends});
+    counts.push_back(
+        SentCount{static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffffu), sends});
   }
   return counts;
 }
@@ -397,10 +394,10 @@ std::string Communicator::waitingFor() const {
   }
   if (oldest == nullptr) return "an operation was not matched";
   const std::string what = describeOp(*oldest) + " of rank " + std::to_string(owner);
-  if (oldest->type == ipc::OpType::Send) {
+  if (oldest->type == OpType::Send) {
     return what + ": rank " + std::to_string(oldest->root) + " did not post the matching receive";
   }
-  if (oldest->type == ipc::OpType::Recv) {
+  if (oldest->type == OpType::Recv) {
     return what + ": rank " + std::to_string(oldest->root) + " did not post the matching send";
   }
   std::string missing;

@@ -13,19 +13,34 @@ namespace {
 void shapesOf(const PendingOp& op, int nranks, observe::FlightOp& out) {
   const auto count = static_cast<int64_t>(op.count);
   const int64_t all = count * nranks;
-  using T = ipc::OpType;
+  using T = OpType;
   switch (op.type) {
     case T::AllReduce:
     case T::Broadcast:
-    case T::Reduce: out.inputSizes = out.outputSizes = {count}; break;
+    case T::Reduce:
+      out.inputSizes = out.outputSizes = {count};
+      break;
     case T::AllGather:
-    case T::Gather: out.inputSizes = {count}; out.outputSizes = {all}; break;
+    case T::Gather:
+      out.inputSizes = {count};
+      out.outputSizes = {all};
+      break;
     case T::ReduceScatter:
-    case T::Scatter: out.inputSizes = {all}; out.outputSizes = {count}; break;
-    case T::AllToAll: out.inputSizes = out.outputSizes = {all}; break;
-    case T::Send: out.inputSizes = {count}; break;
-    case T::Recv: out.outputSizes = {count}; break;
-    default: break;  // barrier, split: no tensors
+    case T::Scatter:
+      out.inputSizes = {all};
+      out.outputSizes = {count};
+      break;
+    case T::AllToAll:
+      out.inputSizes = out.outputSizes = {all};
+      break;
+    case T::Send:
+      out.inputSizes = {count};
+      break;
+    case T::Recv:
+      out.outputSizes = {count};
+      break;
+    default:
+      break;  // barrier, split: no tensors
   }
 }
 
@@ -54,15 +69,15 @@ void Communicator::recordPosted(int rank, PendingOp& op) {
   f.op = opName(op.type);
   f.p2p = isPointToPoint(op.type);
   f.seq = op.seq;
-  f.peer = f.p2p || (op.type == ipc::OpType::Broadcast || op.type == ipc::OpType::Reduce ||
-                     op.type == ipc::OpType::Gather || op.type == ipc::OpType::Scatter)
+  f.peer = f.p2p || (op.type == OpType::Broadcast || op.type == OpType::Reduce ||
+                     op.type == OpType::Gather || op.type == OpType::Scatter)
                ? op.root
                : -1;
-  if (op.type != ipc::OpType::Barrier && op.type != ipc::OpType::CommSplit) {
-    f.dtype = coll::dtypeName(op.dtype);
+  if (op.type != OpType::Barrier && op.type != OpType::CommSplit) {
+    f.dtype = dtypeName(op.dtype);
   }
   shapesOf(op, nranks(), f);
-  const size_t element = coll::dtypeSize(op.dtype);
+  const size_t element = dtypeSize(op.dtype);
   for (int64_t n : f.inputSizes) f.bytesIn += static_cast<uint64_t>(n) * element;
   for (int64_t n : f.outputSizes) f.bytesOut += static_cast<uint64_t>(n) * element;
   op.recordId = recorder_->posted(std::move(f));

@@ -55,12 +55,13 @@ void Engine::accept(const SessionPtr& session, const ipc::SubmitEntry& e) {
       return;
     }
   }
-  if (e.op == 0 || e.op >= ipc::kNumOpTypes) {
-    session->complete(e.requestId, invalidArgument("unknown operation " + std::to_string(e.op)));
+  auto checkedType = checkedOpType(e.op);
+  if (!checkedType.isOk()) {
+    session->complete(e.requestId, checkedType.status());
     return;
   }
-  auto type = static_cast<ipc::OpType>(e.op);
-  if (type == ipc::OpType::CommInit) return joiner_.join(session, e);
+  const OpType type = *checkedType;
+  if (type == OpType::CommInit) return joiner_.join(session, e);
   Member* m = session->member(e.commHandle);
   if (m == nullptr) {
     session->complete(e.requestId,
@@ -68,7 +69,7 @@ void Engine::accept(const SessionPtr& session, const ipc::SubmitEntry& e) {
     return;
   }
   auto comm = m->comm;
-  if (type == ipc::OpType::CommDestroy) {
+  if (type == OpType::CommDestroy) {
     comm->depart(m->rank, unavailable("destroyed its handle of the communicator"));
     session->removeMember(e.commHandle);
     session->closeGroup(e.commHandle);
@@ -107,7 +108,7 @@ void Engine::progress(const std::shared_ptr<Communicator>& comm) {
   for (auto matches = comm->takeMatches(); !matches.empty(); matches = comm->takeMatches()) {
     for (auto& m : matches) {
       const bool spans = net_.spans(comm->id());
-      if (m.ops.front().type == ipc::OpType::CommSplit) {
+      if (m.ops.front().type == OpType::CommSplit) {
         if (spans) {
           net_.split(comm, m);
         } else {
@@ -138,8 +139,8 @@ void Engine::collectNet() { net_.collect(); }
 
 void Engine::sessionClosed(const SessionPtr& session, const Status& why) {
   for (auto& [handle, m] : session->members()) {
-    m.comm->leave(m.rank, Status{why.code(), "rank " + std::to_string(m.rank) + ": " +
-                                                 why.message()});
+    m.comm->leave(m.rank,
+                  Status{why.code(), "rank " + std::to_string(m.rank) + ": " + why.message()});
   }
   session->members().clear();
   joiner_.sessionClosed(session);

@@ -15,7 +15,7 @@ std::vector<coll::RankBuffers> matchBuffers(const Match& match) {
     // A buffer-resident scalar is read when the operation runs, as NCCL reads a device scalar.
     if (op.scalarSource != nullptr) {
       b.scalar = 0;
-      std::memcpy(&b.scalar, op.scalarSource, coll::dtypeSize(op.dtype));
+      std::memcpy(&b.scalar, op.scalarSource, dtypeSize(op.dtype));
     }
     bufs.push_back(b);
   }
@@ -43,7 +43,7 @@ void LocalRunner::run(const std::shared_ptr<Communicator>& comm, Match match) {
     fallback = "no_reduce_kernels";
   }
   // A transfer is planned as the sender's copy into the receiver's buffer.
-  const ipc::OpType type = isPointToPoint(head.type) ? ipc::OpType::Send : head.type;
+  const OpType type = isPointToPoint(head.type) ? OpType::Send : head.type;
   coll::LocalOp lop{type, head.dtype, head.redop, head.root, head.count};
   std::vector<coll::RankBuffers> bufs = matchBuffers(match);
   StagedMatch staged;

@@ -17,12 +17,12 @@ namespace hc::session {
 
 void NetRunner::startPipeline(const NetComm& net, NetRun run, uint64_t sliceBytes) {
   const PendingOp& head = run.match.ops.front();
-  const size_t esz = coll::dtypeSize(head.dtype);
+  const size_t esz = dtypeSize(head.dtype);
   const int nranks = run.comm->nranks();
   run.pipeline = std::make_unique<Pipeline>();
   run.pipeline->staging = std::make_unique<staging::SliceStaging>(
-      head.type, nranks, esz, head.count,
-      staging::sliceCount(head.type, nranks, esz, sliceBytes), &context_.staging, &context_.copier);
+      head.type, nranks, esz, head.count, staging::sliceCount(head.type, nranks, esz, sliceBytes),
+      &context_.staging, &context_.copier);
   // Operands that share one device are combined there: one slice leaves the device for the whole
   // daemon instead of one per rank, and the host does not reduce them. Operands on several
   // devices are not: gathering them on one device costs a peer copy each, as much as the copy to
@@ -39,8 +39,7 @@ void NetRunner::startPipeline(const NetComm& net, NetRun run, uint64_t sliceByte
     }
     run.pipeline->staging->combineSends(
         [&copier = context_.copier, combine, nranks](const std::vector<staging::Operand>& ops,
-                                                     uint64_t first, uint64_t count,
-                                                     uint8_t* out) {
+                                                     uint64_t first, uint64_t count, uint8_t* out) {
           return staging::combineSlice(ops, combine, nranks, first, count, copier, out);
         });
   }
@@ -109,8 +108,8 @@ void NetRunner::onSliceDone(NetRun run, const Status& status) {
   }
   if (!failure.isOk()) {
     spdlog::warn("communicator {:x}: {} across daemons failed in slice {} of {}: {}",
-                 run.comm->id(), opName(run.match.ops.front().type), p.running,
-                 p.staging->slices(), failure.message());
+                 run.comm->id(), opName(run.match.ops.front().type), p.running, p.staging->slices(),
+                 failure.message());
     endNetRun(run, failure);
     return;
   }

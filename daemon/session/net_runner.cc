@@ -46,11 +46,19 @@ bool needsStaging(const std::vector<PendingOp>& ops) {
   });
 }
 
+// A peer's descriptor is read from the network: its codes are checked before they are named.
 std::string describe(const Descriptor& d) {
+  const auto type = opTypeFrom(d.type);
+  const auto dtype = dtypeFrom(d.dtype);
+  const auto redop = redOpFrom(d.redop);
+  if (!type || !dtype || !redop) {
+    return "an unknown operation (codes " + std::to_string(d.type) + ", " +
+           std::to_string(d.dtype) + ", " + std::to_string(d.redop) + ")";
+  }
   PendingOp op;
-  op.type = static_cast<ipc::OpType>(d.type);
-  op.dtype = d.dtype;
-  op.redop = d.redop;
+  op.type = *type;
+  op.dtype = *dtype;
+  op.redop = *redop;
   op.root = d.root;
   op.count = d.count;
   return describeOp(op);
@@ -66,7 +74,7 @@ coll::net::NetJob noticeJob(coll::net::NetOpKind kind, uint32_t self, uint32_t n
   job.spec.root = node;
   job.spec.comm = identity;
   job.spec.seq = kNoticeSeq;
-  job.spec.dtype = 0;  // int8
+  job.spec.dtype = Dtype::Int8;
   job.spec.count = notice.size();
   job.spec.buffer = notice.data();
   // The notice speaks for the communicator; one about this transfer would race it (a daemon
@@ -121,15 +129,14 @@ void NetRunner::runCollective(const std::shared_ptr<Communicator>& comm, const N
   // the same message instead of running two different schedules. The same exchange settles
   // whether the op runs as a pipeline of slices.
   const PendingOp& first = run.match.ops.front();
-  const Descriptor mine{static_cast<uint8_t>(first.type),
-                        first.dtype,
-                        first.redop,
-                        0,
-                        first.root,
-                        first.count,
-                        needsStaging(run.match.ops) ? std::max<uint64_t>(
-                                                          context_.options.stagingChunkBytes, 1)
-                                                    : 0};
+  const Descriptor mine{
+      static_cast<uint8_t>(first.type),
+      static_cast<uint8_t>(first.dtype),
+      static_cast<uint8_t>(first.redop),
+      0,
+      first.root,
+      first.count,
+      needsStaging(run.match.ops) ? std::max<uint64_t>(context_.options.stagingChunkBytes, 1) : 0};
   run.kind = NetRun::Kind::Agree;
   exchange(net, std::move(run), &mine, sizeof(mine));
 }
@@ -142,7 +149,7 @@ void NetRunner::exchange(const NetComm& net, NetRun run, const void* mine, size_
   job.spec.self = net.layout->self;
   job.spec.comm = net.identity;
   job.spec.seq = collectiveSeq(run.match.seq) | kAgreeBit;
-  job.spec.dtype = 0;  // int8
+  job.spec.dtype = Dtype::Int8;
   job.spec.blockCounts.assign(net.nodes.size(), bytes);
   job.spec.buffer = run.notice.data();
   job.spec.options = multiNode_.netOptions;
@@ -158,10 +165,9 @@ void NetRunner::onAgreement(NetRun run) {
   for (uint32_t n = 1; n < all.size(); ++n) {
     if (std::memcmp(&all[n], &all[0], kAgreedBytes) == 0) continue;
     // The same words on every daemon: each has the same table.
-    const Status why = invalidArgument(
-        mismatchText("op " + std::to_string(run.match.seq), layout.ranksOfNode[0][0],
-                     describe(all[0]), "posted", layout.ranksOfNode[n][0], describe(all[n]),
-                     "posted"));
+    const Status why = invalidArgument(mismatchText(
+        "op " + std::to_string(run.match.seq), layout.ranksOfNode[0][0], describe(all[0]), "posted",
+        layout.ranksOfNode[n][0], describe(all[n]), "posted"));
     spdlog::warn("communicator {:x}: {}", run.comm->id(), why.message());
     // Every daemon sees the same descriptors and fails with the same words: a notice from here
     // could reach another daemon before its own agreement ends, and give its ranks other words.
@@ -213,7 +219,7 @@ void NetRunner::startNetOp(const NetComm& net, NetRun run) {
   }
   if (isPointToPoint(head.type)) {
     const int me = run.match.refs.front().rank;
-    const bool send = head.type == ipc::OpType::Send;
+    const bool send = head.type == OpType::Send;
     job.spec.seq = transferSeq(static_cast<uint32_t>(send ? me : head.root),
                                static_cast<uint32_t>(send ? head.root : me), head.seq);
   } else {
@@ -334,9 +340,9 @@ void NetRunner::onWatch(NetRun& run, const Status& status) {
     why = Status{Code::RemoteError,
                  "the daemon of ranks " + ranks + " said goodbye: " + goodbye.status().message()};
   } else if (status.isOk()) {
-    why = Status{failureCode(run.notice), "the daemon of ranks " + ranks +
-                                              " failed the communicator: " +
-                                              failureText(run.notice)};
+    why =
+        Status{failureCode(run.notice), "the daemon of ranks " + ranks +
+                                            " failed the communicator: " + failureText(run.notice)};
     // That daemon has failed already: it needs no notice back. Our inter-node work of the
     // communicator stops, as that daemon's did: a transfer with a rank there that never posted
     // its side would otherwise wait for ever.

@@ -72,7 +72,7 @@ void NetRunner::split(const std::shared_ptr<Communicator>& comm, const Match& ma
   job.spec.self = layout.self;
   job.spec.comm = net.identity;
   job.spec.seq = collectiveSeq(match.seq);
-  job.spec.dtype = 2;  // int32
+  job.spec.dtype = Dtype::Int32;
   for (const auto& ranks : layout.ranksOfNode) {
     job.spec.blockCounts.push_back(ranks.size() * kSplitWords);
   }

@@ -18,9 +18,9 @@ class Session;
 struct PendingOp {
   uint64_t requestId = 0;
   std::shared_ptr<Session> session;
-  ipc::OpType type = ipc::OpType::Barrier;
-  uint8_t dtype = 0;
-  uint8_t redop = 0;
+  OpType type = OpType::Barrier;
+  Dtype dtype = Dtype::Int8;
+  RedOp redop = RedOp::Sum;
   int root = -1;  // root of rooted collectives; the peer of Send and Recv
   uint64_t count = 0;
   coll::RankBuffers buffers;
@@ -79,10 +79,6 @@ inline staging::Operand operandOf(const PendingOp& op, int rank) {
   o.recv = side(op.recvRegion, op.recvRange);
   o.client = op.processMemory.get();
   return o;
-}
-
-inline bool isPointToPoint(ipc::OpType t) {
-  return t == ipc::OpType::Send || t == ipc::OpType::Recv;
 }
 
 }  // namespace hc::session

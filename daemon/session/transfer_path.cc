@@ -9,7 +9,7 @@ namespace {
 // its device passed the direct probe and the message is long enough. Else staged.
 std::optional<transport::MemoryKind> directKind(const PendingOp& op,
                                                 const staging::DirectDevices& direct) {
-  const bool send = op.type == ipc::OpType::Send;
+  const bool send = op.type == OpType::Send;
   const DeviceRegionPtr& region = send ? op.sendRegion : op.recvRegion;
   const uint64_t bytes = (send ? op.sendRange : op.recvRange).bytes;
   if (region == nullptr || bytes < std::max<size_t>(direct.minBytes, 1)) return std::nullopt;
@@ -21,7 +21,7 @@ std::optional<transport::MemoryKind> directKind(const PendingOp& op,
 Status TransferPath::place(const Match& match, std::vector<coll::RankBuffers>& bufs,
                            StagedMatch& staged, Placement* placement) {
   const PendingOp& head = match.ops.front();
-  const bool send = head.type == ipc::OpType::Send;
+  const bool send = head.type == OpType::Send;
   const DeviceRegionPtr& region = send ? head.sendRegion : head.recvRegion;
   const PendingOp::ClientRange& range = send ? head.sendRange : head.recvRange;
   const staging::DirectDevices& direct = *options_.direct;

@@ -4,20 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/coll/reduce.h"
-
 namespace hc::session {
 namespace {
-
-bool isReduction(ipc::OpType t) {
-  return t == ipc::OpType::AllReduce || t == ipc::OpType::Reduce ||
-         t == ipc::OpType::ReduceScatter;
-}
-
-bool hasRoot(ipc::OpType t) {
-  return t == ipc::OpType::Broadcast || t == ipc::OpType::Reduce || t == ipc::OpType::Gather ||
-         t == ipc::OpType::Scatter;
-}
 
 // Checks that [ref.offset, +bytes) lies in one live allocation, and resolves it.
 Result<uint8_t*> resolveBuffer(const char* which, const ipc::BufferRef& ref, uint64_t bytes,
@@ -34,38 +22,20 @@ Result<uint8_t*> resolveBuffer(const char* which, const ipc::BufferRef& ref, uin
   return session.segment()->at(ref.offset);
 }
 
-bool checkedMul(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+bool checkedMul(uint64_t a, uint64_t b, uint64_t* out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
 
 }  // namespace
 
-const char* opName(ipc::OpType type) {
-  switch (type) {
-    case ipc::OpType::CommInit: return "comm_init";
-    case ipc::OpType::CommDestroy: return "comm_destroy";
-    case ipc::OpType::AllReduce: return "allreduce";
-    case ipc::OpType::Broadcast: return "broadcast";
-    case ipc::OpType::Reduce: return "reduce";
-    case ipc::OpType::AllGather: return "allgather";
-    case ipc::OpType::ReduceScatter: return "reduce_scatter";
-    case ipc::OpType::Barrier: return "barrier";
-    case ipc::OpType::AllToAll: return "alltoall";
-    case ipc::OpType::Gather: return "gather";
-    case ipc::OpType::Scatter: return "scatter";
-    case ipc::OpType::Send: return "send";
-    case ipc::OpType::Recv: return "recv";
-    case ipc::OpType::CommSplit: return "comm_split";
-  }
-  return "unknown";
-}
-
 std::string describeOp(const PendingOp& op) {
-  if (op.type == ipc::OpType::CommSplit) {
+  if (op.type == OpType::CommSplit) {
     return "comm_split(color=" + std::to_string(op.splitColor) +
            ", key=" + std::to_string(op.splitKey) + ")";
   }
   std::string s = std::string(opName(op.type)) + "(count=" + std::to_string(op.count);
-  if (op.type != ipc::OpType::Barrier) s += std::string(", ") + coll::dtypeName(op.dtype);
-  if (isReduction(op.type)) s += std::string(", ") + coll::redopName(op.redop);
+  if (op.type != OpType::Barrier) s += std::string(", ") + dtypeName(op.dtype);
+  if (isReduction(op.type)) s += std::string(", ") + redOpName(op.redop);
   if (hasRoot(op.type)) s += ", root=" + std::to_string(op.root);
   if (isPointToPoint(op.type)) s += ", peer=" + std::to_string(op.root);
   return s + ")";
@@ -114,9 +84,7 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
   op.requestId = e.requestId;
   op.session = session;
   op.segment = session->segment();
-  op.type = static_cast<ipc::OpType>(e.op);
-  op.dtype = e.dtype;
-  op.redop = e.redop;
+  op.type = static_cast<OpType>(e.op);  // Engine::accept() checked it
   op.root = e.root;
   op.count = e.count;
   op.buffers.scalar = e.scalar;
@@ -124,11 +92,11 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     return invalidArgument("unknown entry flags " +
                            std::to_string(e.flags & ~ipc::kKnownEntryFlags));
   }
-  if (op.type == ipc::OpType::Barrier) {
+  if (op.type == OpType::Barrier) {
     op.count = 0;
     return op;
   }
-  if (op.type == ipc::OpType::CommSplit) {
+  if (op.type == OpType::CommSplit) {
     if (e.splitColor < 0 && e.splitColor != ipc::kSplitNoColor) {
       return invalidArgument("comm split: color " + std::to_string(e.splitColor) +
                              " is negative (only HC_SPLIT_NOCOLOR may be)");
@@ -136,8 +104,6 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     op.splitColor = e.splitColor;
     op.splitKey = e.splitKey;
     op.count = 0;
-    op.dtype = 0;
-    op.redop = 0;
     op.root = -1;
     return op;
   }
@@ -145,11 +111,12 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     return invalidArgument(std::string(opName(op.type)) + ": peer " + std::to_string(e.root) +
                            " is out of range for " + std::to_string(nranks) + " ranks");
   }
+  auto dtype = checkedDtype(e.dtype);
+  if (!dtype.isOk()) return dtype.status();
+  op.dtype = *dtype;
   if (isReduction(op.type)) {
-    HC_RETURN_IF_ERROR(coll::checkReduction(e.dtype, e.redop));
-  } else {
-    HC_RETURN_IF_ERROR(coll::checkDtype(e.dtype));
-    op.redop = 0;
+    HC_RETURN_IF_ERROR(checkReduction(e.dtype, e.redop));
+    op.redop = *redOpFrom(e.redop);
   }
   if (hasRoot(op.type)) {
     if (e.root < 0 || e.root >= nranks) {
@@ -160,18 +127,18 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     op.root = -1;
   }
   if ((e.flags & ipc::kEntryScalarInBuffer) != 0) {
-    if (e.redop != static_cast<uint8_t>(ipc::RedOp::PreMulSum)) {
+    if (op.redop != RedOp::PreMulSum) {
       return invalidArgument("a scalar in a buffer is only meaningful for a pre-multiplied sum");
     }
     ipc::BufferRef ref{};
     ref.offset = e.scalar;
-    auto p = resolveBuffer("scalar", ref, coll::dtypeSize(e.dtype), *session);
+    auto p = resolveBuffer("scalar", ref, dtypeSize(op.dtype), *session);
     if (!p.isOk()) return p.status();
     op.scalarSource = *p;
   }
   uint64_t bytes = 0;
   uint64_t wide = 0;
-  if (!checkedMul(e.count, coll::dtypeSize(e.dtype), &bytes) ||
+  if (!checkedMul(e.count, dtypeSize(op.dtype), &bytes) ||
       !checkedMul(bytes, static_cast<uint64_t>(nranks), &wide)) {
     return invalidArgument("count " + std::to_string(e.count) + " overflows the buffer size");
   }
@@ -182,22 +149,37 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
   bool useSend = true;
   bool useRecv = true;
   switch (op.type) {
-    case ipc::OpType::Broadcast: useSend = rank == e.root; break;
-    case ipc::OpType::Reduce: useRecv = rank == e.root; break;
-    case ipc::OpType::AllGather: recvBytes = wide; break;
-    case ipc::OpType::ReduceScatter: sendBytes = wide; break;
-    case ipc::OpType::AllToAll: sendBytes = recvBytes = wide; break;
-    case ipc::OpType::Gather:
+    case OpType::Broadcast:
+      useSend = rank == e.root;
+      break;
+    case OpType::Reduce:
+      useRecv = rank == e.root;
+      break;
+    case OpType::AllGather:
+      recvBytes = wide;
+      break;
+    case OpType::ReduceScatter:
+      sendBytes = wide;
+      break;
+    case OpType::AllToAll:
+      sendBytes = recvBytes = wide;
+      break;
+    case OpType::Gather:
       useRecv = rank == e.root;
       recvBytes = wide;
       break;
-    case ipc::OpType::Scatter:
+    case OpType::Scatter:
       useSend = rank == e.root;
       sendBytes = wide;
       break;
-    case ipc::OpType::Send: useRecv = false; break;
-    case ipc::OpType::Recv: useSend = false; break;
-    default: break;
+    case OpType::Send:
+      useRecv = false;
+      break;
+    case OpType::Recv:
+      useSend = false;
+      break;
+    default:
+      break;
   }
   auto place = [&](const char* which, const ipc::BufferRef& ref, uint64_t n, const uint8_t** seg,
                    PendingOp::ClientRange* range, DeviceRegionPtr* region) -> Status {
@@ -205,7 +187,8 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
       DeviceRegionPtr r = session->deviceRegion(ref.region);
       if (r == nullptr) {
         return invalidArgument(std::string(which) + " buffer names device region " +
-                               std::to_string(ref.region) + ", which this client has not registered");
+                               std::to_string(ref.region) +
+                               ", which this client has not registered");
       }
       if (ref.offset > r->bytes() || n > r->bytes() - ref.offset) {
         return invalidArgument(std::string(which) + " buffer [offset " +
@@ -244,24 +227,24 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
     HC_RETURN_IF_ERROR(place("recv", e.recv, recvBytes, &recv, &op.recvRange, &op.recvRegion));
     op.buffers.recv = const_cast<uint8_t*>(recv);
   }
-  const bool sameMemory = e.send.kind == e.recv.kind &&
-                          (e.send.kind != static_cast<uint8_t>(ipc::MemKind::Device) ||
-                           e.send.region == e.recv.region);
+  const bool sameMemory =
+      e.send.kind == e.recv.kind &&
+      (e.send.kind != static_cast<uint8_t>(ipc::MemKind::Device) || e.send.region == e.recv.region);
   if (useSend && useRecv && sameMemory) {
     // NCCL's in-place rules: the exact in-place arrangement, or no overlap at all.
     uint64_t s = e.send.offset, r = e.recv.offset;
     bool overlap = s < r + recvBytes && r < s + sendBytes;
     bool inPlace = s == r;
-    if (op.type == ipc::OpType::AllGather || op.type == ipc::OpType::Gather) {
+    if (op.type == OpType::AllGather || op.type == OpType::Gather) {
       inPlace = s == r + rank * bytes;
     }
-    if (op.type == ipc::OpType::ReduceScatter || op.type == ipc::OpType::Scatter) {
+    if (op.type == OpType::ReduceScatter || op.type == OpType::Scatter) {
       inPlace = r == s + rank * bytes;
     }
     // Every rank's block j goes to rank j while rank j's block lands here: in place would
     // overwrite blocks before they are read.
-    if (op.type == ipc::OpType::AllToAll) inPlace = false;
-    if (overlap && op.type == ipc::OpType::AllToAll) {
+    if (op.type == OpType::AllToAll) inPlace = false;
+    if (overlap && op.type == OpType::AllToAll) {
       return invalidArgument("alltoall: send and recv buffers overlap (it cannot run in place)");
     }
     if (overlap && !inPlace) {

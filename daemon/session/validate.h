@@ -1,6 +1,7 @@
 // Turns a submission entry into a PendingOp, or says exactly what is wrong with it: unknown
-// dtype or operator, counts whose byte size overflows, buffers outside the client's allocations,
-// partially overlapping send and receive buffers, a root out of range.
+// dtype or operator (checked here, the daemon's trust boundary, against common/vocabulary.h),
+// counts whose byte size overflows, buffers outside the client's allocations, partially overlapping
+// send and receive buffers, a root out of range.
 #pragma once
 
 #include "common/ipc/protocol.h"
@@ -21,6 +22,5 @@ std::string describeOp(const PendingOp& op);
 std::string mismatchText(const std::string& what, int rankA, const std::string& a,
                          const std::string& aVerb, int rankB, const std::string& b,
                          const std::string& bVerb);
-const char* opName(ipc::OpType type);
 
 }  // namespace hc::session

@@ -12,16 +12,9 @@ namespace {
 // Scratch slots start on this boundary, which every kernel's vector loads accept.
 constexpr uint64_t kSlotAlignment = 256;
 
-bool reduces(ipc::OpType type) {
-  return type == ipc::OpType::AllReduce || type == ipc::OpType::Reduce ||
-         type == ipc::OpType::ReduceScatter;
-}
-
 // Whether the op's result lands in its receive buffer: every rank of an allreduce, the root of
 // a reduce.
-bool receives(const Operand& op) {
-  return op.type != ipc::OpType::Reduce || op.rank == op.root;
-}
+bool receives(const Operand& op) { return op.type != OpType::Reduce || op.rank == op.root; }
 
 bool sameKind(const device::Device& a, const device::Device& b) {
   return a.info().vendor == b.info().vendor && a.info().backend == b.info().backend;
@@ -43,8 +36,8 @@ struct Reduction {
 // over that rank's block of every input, into its own buffer.
 std::vector<Reduction> reductionsOf(const std::vector<Operand>& ops) {
   const Operand& head = ops.front();
-  const bool scatter = head.type == ipc::OpType::ReduceScatter;
-  const uint64_t elementBytes = coll::dtypeSize(head.dtype);
+  const bool scatter = head.type == OpType::ReduceScatter;
+  const uint64_t elementBytes = dtypeSize(head.dtype);
   std::vector<Reduction> out(scatter ? ops.size() : 1);
   for (size_t block = 0; block < out.size(); ++block) {
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -66,7 +59,7 @@ std::vector<Reduction> reductionsOf(const std::vector<Operand>& ops) {
 ReductionPlacement reductionPlacement(const std::vector<Operand>& ops) {
   if (ops.empty()) return {};
   const Operand& head = ops.front();
-  if (!reduces(head.type) || head.count == 0) return {};
+  if (!isReduction(head.type) || head.count == 0) return {};
   std::vector<std::pair<device::Device*, int>> devices;  // with the operands each holds
   auto add = [&](const OperandSide& side) {
     if (!side.onDevice()) return false;
@@ -102,18 +95,18 @@ uint64_t slotSize(uint64_t bytes) {
 
 // The dtype, operator and scalars every reduction of one match shares.
 struct Kernel {
-  uint8_t dtype = 0;
-  uint8_t redop = 0;
+  Dtype dtype = Dtype::Int8;
+  RedOp redop = RedOp::Sum;
   std::vector<uint64_t> scalars;  // PreMulSum: one per op, in op order
 };
 
 Kernel kernelOf(const std::vector<Operand>& ops, bool avgAsSum) {
   const Operand& head = ops.front();
   Kernel k{head.dtype, head.redop, {}};
-  if (avgAsSum && k.redop == static_cast<uint8_t>(ipc::RedOp::Avg)) {
-    k.redop = static_cast<uint8_t>(ipc::RedOp::Sum);
+  if (avgAsSum && k.redop == RedOp::Avg) {
+    k.redop = RedOp::Sum;
   }
-  if (k.redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum)) {
+  if (k.redop == RedOp::PreMulSum) {
     for (const Operand& op : ops) k.scalars.push_back(op.buffers.scalar);
   }
   return k;
@@ -147,7 +140,7 @@ Status copyOnHome(DeviceCopier& copier, device::Device* home, void* dst, const v
 Status reduceWindow(const Reduction& reduction, uint64_t offset, uint64_t count,
                     const Kernel& kernel, device::Device* home, DeviceCopier& copier,
                     uint8_t* slots, uint64_t slotBytes) {
-  const uint64_t bytes = count * coll::dtypeSize(kernel.dtype);
+  const uint64_t bytes = count * dtypeSize(kernel.dtype);
   uint8_t* slot = slots;
   bool copiedIn = false;
   std::vector<const void*> inputs;
@@ -197,7 +190,7 @@ Status reduceOnDevice(const std::vector<Operand>& ops, const ReductionPlacement&
                       DeviceCopier& copier) {
   const Operand& head = ops.front();
   device::Device* home = placement.home;
-  const uint64_t elementBytes = coll::dtypeSize(head.dtype);
+  const uint64_t elementBytes = dtypeSize(head.dtype);
   const Kernel kernel = kernelOf(ops, /*avgAsSum=*/false);
   const std::vector<Reduction> reductions = reductionsOf(ops);
   // Operands on other devices pass through the home's scratch a window at a time, so the
@@ -228,8 +221,8 @@ Status combineSlice(const std::vector<Operand>& ops, const ReductionPlacement& p
                     uint8_t* out) {
   const Operand& head = ops.front();
   device::Device* home = placement.home;
-  const uint64_t elementBytes = coll::dtypeSize(head.dtype);
-  const bool scatter = head.type == ipc::OpType::ReduceScatter;
+  const uint64_t elementBytes = dtypeSize(head.dtype);
+  const bool scatter = head.type == OpType::ReduceScatter;
   const uint64_t blocks = scatter ? static_cast<uint64_t>(nranks) : 1;
   const uint64_t bytes = count * elementBytes;
   // Avg is summed here and divided once among the daemons, as NodePlan does on the host.

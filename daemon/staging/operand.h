@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/ipc/protocol.h"
 #include "common/status.h"
+#include "common/vocabulary.h"
 #include "daemon/coll/local_plan.h"
 #include "daemon/device/device.h"
 
@@ -41,9 +41,9 @@ struct OperandSide {
 };
 
 struct Operand {
-  ipc::OpType type = ipc::OpType::Barrier;
-  uint8_t dtype = 0;
-  uint8_t redop = 0;
+  OpType type = OpType::Barrier;
+  Dtype dtype = Dtype::Int8;
+  RedOp redop = RedOp::Sum;
   int root = -1;
   uint64_t count = 0;
   int rank = -1;  // the op's rank in its communicator

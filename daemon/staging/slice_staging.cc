@@ -7,14 +7,18 @@ namespace hc::staging {
 namespace {
 
 // How many rank blocks one side of an op's buffers holds.
-int blocksOf(ipc::OpType type, bool send, int nranks) {
+int blocksOf(OpType type, bool send, int nranks) {
   switch (type) {
-    case ipc::OpType::AllToAll: return nranks;
-    case ipc::OpType::AllGather:
-    case ipc::OpType::Gather: return send ? 1 : nranks;
-    case ipc::OpType::ReduceScatter:
-    case ipc::OpType::Scatter: return send ? nranks : 1;
-    default: return 1;
+    case OpType::AllToAll:
+      return nranks;
+    case OpType::AllGather:
+    case OpType::Gather:
+      return send ? 1 : nranks;
+    case OpType::ReduceScatter:
+    case OpType::Scatter:
+      return send ? nranks : 1;
+    default:
+      return 1;
   }
 }
 
@@ -26,27 +30,29 @@ uint64_t piecesBytes(const std::vector<SlicePiece>& pieces) {
 
 }  // namespace
 
-bool sliceable(ipc::OpType type) {
+bool sliceable(OpType type) {
   switch (type) {
-    case ipc::OpType::AllReduce:
-    case ipc::OpType::Broadcast:
-    case ipc::OpType::Reduce:
-    case ipc::OpType::AllGather:
-    case ipc::OpType::ReduceScatter:
-    case ipc::OpType::AllToAll:
-    case ipc::OpType::Gather:
-    case ipc::OpType::Scatter: return true;
-    default: return false;
+    case OpType::AllReduce:
+    case OpType::Broadcast:
+    case OpType::Reduce:
+    case OpType::AllGather:
+    case OpType::ReduceScatter:
+    case OpType::AllToAll:
+    case OpType::Gather:
+    case OpType::Scatter:
+      return true;
+    default:
+      return false;
   }
 }
 
-uint64_t sliceCount(ipc::OpType type, int nranks, size_t elementBytes, uint64_t sliceBytes) {
-  const uint64_t blocks = static_cast<uint64_t>(
-      std::max(blocksOf(type, true, nranks), blocksOf(type, false, nranks)));
+uint64_t sliceCount(OpType type, int nranks, size_t elementBytes, uint64_t sliceBytes) {
+  const uint64_t blocks =
+      static_cast<uint64_t>(std::max(blocksOf(type, true, nranks), blocksOf(type, false, nranks)));
   return std::max<uint64_t>(1, sliceBytes / (elementBytes * blocks));
 }
 
-std::vector<SlicePiece> slicePieces(ipc::OpType type, bool send, int nranks, size_t elementBytes,
+std::vector<SlicePiece> slicePieces(OpType type, bool send, int nranks, size_t elementBytes,
                                     uint64_t total, uint64_t first, uint64_t count) {
   std::vector<SlicePiece> pieces;
   const int blocks = blocksOf(type, send, nranks);
@@ -63,7 +69,7 @@ std::vector<SlicePiece> slicePieces(ipc::OpType type, bool send, int nranks, siz
   return pieces;
 }
 
-SliceStaging::SliceStaging(ipc::OpType type, int nranks, size_t elementBytes, uint64_t total,
+SliceStaging::SliceStaging(OpType type, int nranks, size_t elementBytes, uint64_t total,
                            uint64_t perSlice, StagingPool* pool, DeviceCopier* copier)
     : type_(type),
       nranks_(nranks),
@@ -75,7 +81,8 @@ SliceStaging::SliceStaging(ipc::OpType type, int nranks, size_t elementBytes, ui
 
 SliceStaging::~SliceStaging() {
   // No copy may still use a buffer that goes back to the pool.
-  if (unsettled_) [[maybe_unused]] Status s = copier_->drain();
+  if (unsettled_) [[maybe_unused]]
+    Status s = copier_->drain();
   while (!staged_.empty()) release(staged_.begin()->first);
 }
 

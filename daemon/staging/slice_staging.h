@@ -24,8 +24,8 @@
 #include <map>
 #include <vector>
 
-#include "common/ipc/protocol.h"
 #include "common/status.h"
+#include "common/vocabulary.h"
 #include "daemon/coll/local_plan.h"
 #include "daemon/staging/device_copier.h"
 #include "daemon/staging/operand.h"
@@ -41,20 +41,20 @@ struct SlicePiece {
 };
 
 // Collectives that can be cut into slices (every one with data; not barrier or transfers).
-bool sliceable(ipc::OpType type);
+bool sliceable(OpType type);
 // Elements per rank block in one slice, when a slice may stage about `sliceBytes` on its larger
 // side: at least 1.
-uint64_t sliceCount(ipc::OpType type, int nranks, size_t elementBytes, uint64_t sliceBytes);
+uint64_t sliceCount(OpType type, int nranks, size_t elementBytes, uint64_t sliceBytes);
 // The byte ranges of the send side (send = true) or the receive side of the slice covering
 // elements [first, first + count) of each block, for an op of `total` elements per block.
-std::vector<SlicePiece> slicePieces(ipc::OpType type, bool send, int nranks, size_t elementBytes,
+std::vector<SlicePiece> slicePieces(OpType type, bool send, int nranks, size_t elementBytes,
                                     uint64_t total, uint64_t first, uint64_t count);
 
 class SliceStaging {
  public:
   // For a sliceable op of `total` (> 0) elements per block among `nranks` ranks, in slices of
   // `perSlice` (> 0) elements. The pool and copier outlive this object.
-  SliceStaging(ipc::OpType type, int nranks, size_t elementBytes, uint64_t total, uint64_t perSlice,
+  SliceStaging(OpType type, int nranks, size_t elementBytes, uint64_t total, uint64_t perSlice,
                StagingPool* pool, DeviceCopier* copier);
   ~SliceStaging();
   SliceStaging(const SliceStaging&) = delete;
@@ -94,11 +94,11 @@ class SliceStaging {
     StagingPool::Buffer buffer;
   };
   // Moves one side's pieces between the op's memory and the packed buffer `packed`.
-  Status move(const Operand& op, bool send, const std::vector<SlicePiece>& pieces,
-              uint8_t* packed, bool toClient);
+  Status move(const Operand& op, bool send, const std::vector<SlicePiece>& pieces, uint8_t* packed,
+              bool toClient);
   void release(size_t k);
 
-  ipc::OpType type_;
+  OpType type_;
   int nranks_;
   size_t esz_;
   uint64_t total_;

@@ -19,8 +19,9 @@ using hc::ipc::OpType;
 
 hc::Status accept(const hc::session::SessionPtr& session, const hc::fuzz::SubmitInput& input) {
   const hc::ipc::SubmitEntry& e = input.entry;
-  if (e.op == 0 || e.op >= hc::ipc::kNumOpTypes) return hc::invalidArgument("unknown operation");
-  const auto type = static_cast<OpType>(e.op);
+  auto checked = hc::checkedOpType(e.op);  // as Engine::accept() does
+  if (!checked.isOk()) return checked.status();
+  const OpType type = *checked;
   if (type == OpType::CommInit || type == OpType::CommDestroy) return {};
   auto op = hc::session::resolveOp(e, session, input.rank, input.nranks);
   if (!op.isOk()) return op.status();

@@ -7,8 +7,6 @@
 namespace hc::coll::hier {
 namespace {
 
-using ipc::OpType;
-
 void copyBytes(const uint8_t* src, uint8_t* dst, size_t bytes) {
   if (bytes == 0 || src == dst) return;
   void* outputs[] = {dst};
@@ -76,7 +74,7 @@ Result<std::unique_ptr<NodePlan>> NodePlan::make(const LocalOp& op, const NodeLa
   s.self = layout.self;
   s.dtype = op.dtype;
   s.redop = op.redop;
-  s.finalDivisor = op.redop == static_cast<uint8_t>(ipc::RedOp::Avg) ? layout.nranks() : 0;
+  s.finalDivisor = op.redop == RedOp::Avg ? layout.nranks() : 0;
   s.count = op.count;
   const uint64_t n = static_cast<uint64_t>(layout.nranks());
   const bool rootLocal = op.root >= 0 && op.root < layout.nranks() && layout.isLocal(op.root);
@@ -102,8 +100,8 @@ Result<std::unique_ptr<NodePlan>> NodePlan::make(const LocalOp& op, const NodeLa
       break;
     case OpType::AllGather:
       s.kind = net::NetOpKind::AllGather;
-      p->node_ = layout.nodeOrderIsRankOrder() ? p->local_[0].recv
-                                                : p->scratch(n * op.count * p->esz_);
+      p->node_ =
+          layout.nodeOrderIsRankOrder() ? p->local_[0].recv : p->scratch(n * op.count * p->esz_);
       p->planBlocks(op.count);
       break;
     case OpType::ReduceScatter:
@@ -115,7 +113,7 @@ Result<std::unique_ptr<NodePlan>> NodePlan::make(const LocalOp& op, const NodeLa
       s.kind = net::NetOpKind::Gather;
       s.root = rootNode;
       p->node_ = rootLocal && layout.nodeOrderIsRankOrder() ? root->recv
-                                                             : p->scratch(n * op.count * p->esz_);
+                                                            : p->scratch(n * op.count * p->esz_);
       p->planBlocks(op.count);
       break;
     case OpType::Scatter:
@@ -180,11 +178,16 @@ void NodePlan::reduceInto(uint8_t* out, uint64_t srcOffset, uint64_t count) cons
   }
   void* outputs[] = {out};
   // Avg sums here and divides once among the nodes (spec_.finalDivisor).
-  const uint8_t redop =
-      op_.redop == static_cast<uint8_t>(ipc::RedOp::Avg) ? uint8_t(ipc::RedOp::Sum) : op_.redop;
-  const bool premul = redop == static_cast<uint8_t>(ipc::RedOp::PreMulSum);
-  ReduceSpec spec{op_.dtype, redop, inputs.data(), inputs.size(), outputs, 1,
-                  premul ? scalars.data() : nullptr, inputs.size()};
+  const RedOp redop = op_.redop == RedOp::Avg ? RedOp::Sum : op_.redop;
+  const bool premul = redop == RedOp::PreMulSum;
+  ReduceSpec spec{op_.dtype,
+                  redop,
+                  inputs.data(),
+                  inputs.size(),
+                  outputs,
+                  1,
+                  premul ? scalars.data() : nullptr,
+                  inputs.size()};
   reduceRange(spec, 0, count);
 }
 
@@ -195,8 +198,8 @@ void NodePlan::before() {
   switch (op_.type) {
     case OpType::AllReduce:
     case OpType::Reduce: {
-      const bool plainCopyInPlace = local_.size() == 1 && local_[0].send == node_ &&
-                                    op_.redop != static_cast<uint8_t>(ipc::RedOp::PreMulSum);
+      const bool plainCopyInPlace =
+          local_.size() == 1 && local_[0].send == node_ && op_.redop != RedOp::PreMulSum;
       if (localCombined_) {
         copyBytes(local_[0].send, node_, bytes);
       } else if (!plainCopyInPlace) {

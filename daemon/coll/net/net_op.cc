@@ -7,17 +7,12 @@
 #include <string>
 #include <utility>
 
-#include "common/ipc/protocol.h"
 #include "daemon/coll/net/algorithms.h"
 #include "daemon/coll/net/schedule_runner.h"
 #include "daemon/coll/reduce.h"
 
 namespace hc::coll::net {
 namespace {
-
-constexpr uint8_t kSum = static_cast<uint8_t>(ipc::RedOp::Sum);
-constexpr uint8_t kAvg = static_cast<uint8_t>(ipc::RedOp::Avg);
-constexpr uint8_t kPreMulSum = static_cast<uint8_t>(ipc::RedOp::PreMulSum);
 
 bool isReduction(NetOpKind kind) {
   return kind == NetOpKind::AllReduce || kind == NetOpKind::ReduceScatter ||
@@ -103,9 +98,7 @@ Status validate(const NetOpSpec& spec) {
   }
   if (spec.kind == NetOpKind::Barrier) return okStatus();
 
-  HC_RETURN_IF_ERROR(isReduction(spec.kind) ? checkReduction(spec.dtype, spec.redop)
-                                            : checkDtype(spec.dtype));
-  if (isReduction(spec.kind) && spec.redop == kAvg && spec.finalDivisor == 0) {
+  if (isReduction(spec.kind) && spec.redop == RedOp::Avg && spec.finalDivisor == 0) {
     return bad(spec, "avg needs finalDivisor (the communicator's rank count)");
   }
   if (hasRoot(spec.kind) && spec.root >= n) {
@@ -245,8 +238,8 @@ Result<AllreduceAlgo> parseAllreduceAlgo(std::string_view name) {
                          "\" (auto, ring, rd, recursive_doubling)");
 }
 
-uint8_t interNodeRedop(uint8_t redop) {
-  return redop == kAvg || redop == kPreMulSum ? kSum : redop;
+RedOp interNodeRedop(RedOp redop) {
+  return redop == RedOp::Avg || redop == RedOp::PreMulSum ? RedOp::Sum : redop;
 }
 
 Result<NetOpPtr> makeNetOp(const NetOpSpec& spec) {

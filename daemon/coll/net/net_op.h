@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/vocabulary.h"
 #include "daemon/transport/transport.h"
 
 namespace hc::coll::net {
@@ -103,7 +104,7 @@ struct NetOpOptions {
 //                  (a mismatch fails the op with RemoteError). sendBuffer and buffer must not
 //                  overlap. Offsets default to prefix sums.
 //
-// Reductions (AllReduce, ReduceScatter, Reduce) combine with redop (ipc::RedOp values) across
+// Reductions (AllReduce, ReduceScatter, Reduce) combine with redop across
 // nodes. Avg and PreMulSum are a plain Sum between nodes: the caller's local step must apply the
 // PreMulSum scalars, and for Avg must SUM its local ranks (not average them) and set finalDivisor
 // to the number of ranks in the communicator; the last reduction of each element then divides
@@ -123,9 +124,9 @@ struct NetOpSpec {
   std::vector<transport::PeerId> peers;       // peers[i] reaches node i; peers[self] is unused
   uint32_t self = 0;                          // this node's number
   uint64_t comm = 0;                          // the communicator's identity (transport.h, Tag)
-  uint64_t seq = 0;           // names the op within the communicator (the owner's layout)
-  uint8_t dtype = 0;          // ncclDataType_t value
-  uint8_t redop = 0;          // ipc::RedOp value; reductions only
+  uint64_t seq = 0;  // names the op within the communicator (the owner's layout)
+  Dtype dtype = Dtype::Int8;
+  RedOp redop = RedOp::Sum;   // reductions only
   uint64_t finalDivisor = 0;  // Avg only: ranks in the communicator (>= 1)
   uint32_t root = 0;   // Broadcast/Reduce/Gather/Scatter root; Send: destination; Recv: source
   uint64_t count = 0;  // AllReduce, Broadcast, Reduce, Send, Recv
@@ -166,7 +167,7 @@ struct NetOpSpec {
 };
 
 // The operator nodes apply to each other's data: Sum for Avg and PreMulSum, redop otherwise.
-uint8_t interNodeRedop(uint8_t redop);
+RedOp interNodeRedop(RedOp redop);
 
 class NetOp {
  public:
@@ -182,8 +183,9 @@ class NetOp {
   // disagreed or failed otherwise) and every request is final. Once final, repeats the outcome.
   [[nodiscard]] virtual Result<bool> progress() = 0;
   // Non-blocking. Stops the op: progress() then reports `why` (which must not be Ok), or the
-  // failure of a node whose notice had already arrived, as soon as every pending request is final. No effect on an op that already finished. The owner may call
-  // it from the Transport's peer-failure handler (same thread) for ops that involve that node.
+  // failure of a node whose notice had already arrived, as soon as every pending request is final.
+  // No effect on an op that already finished. The owner may call it from the Transport's
+  // peer-failure handler (same thread) for ops that involve that node.
   virtual void abort(Status why) = 0;
 
   // "allreduce_ring", "broadcast_chain", ...: for debug logs and the flight recorder.

@@ -4,16 +4,11 @@
 #include <string>
 #include <utility>
 
-#include "common/ipc/protocol.h"
 #include "daemon/coll/net/net_tags.h"
 #include "daemon/coll/reduce.h"
 
 namespace hc::coll::net {
-namespace {
-
-constexpr uint8_t kAvg = static_cast<uint8_t>(ipc::RedOp::Avg);
-
-}  // namespace
+namespace {}  // namespace
 
 ScheduleRunner::ScheduleRunner(const NetOpSpec& spec, Schedule schedule)
     : transport_(*spec.transport),
@@ -35,7 +30,7 @@ ScheduleRunner::ScheduleRunner(const NetOpSpec& spec, Schedule schedule)
       redop_(interNodeRedop(spec.redop)),
       divideWhenFinal_((spec.kind == NetOpKind::AllReduce || spec.kind == NetOpKind::Reduce ||
                         spec.kind == NetOpKind::ReduceScatter) &&
-                       spec.redop == kAvg),
+                       spec.redop == RedOp::Avg),
       finalDivisor_(spec.finalDivisor),
       elementBytes_(std::max<size_t>(dtypeSize(spec.dtype), 1)),
       chunkBytes_(std::max(spec.options.chunkBytes / elementBytes_, size_t{1}) * elementBytes_),
@@ -112,7 +107,7 @@ Status ScheduleRunner::start() {
     const void* input = schedule_.finalizeAtStart;
     void* output = schedule_.finalizeAtStart;
     const ReduceSpec spec{.dtype = dtype_,
-                          .redop = kAvg,
+                          .redop = RedOp::Avg,
                           .inputs = &input,
                           .nInputs = 1,
                           .outputs = &output,
@@ -125,8 +120,8 @@ Status ScheduleRunner::start() {
   // Listen for failure notices before any data moves, so that none can be missed.
   for (size_t i = 0; i < linkedNodes_.size(); ++i) {
     const int node = linkedNodes_[i];
-    Result<transport::RequestId> id = transport_.postRecv(
-        peers_[node], noticeTag(comm_, seq_), &noticeInboxes_[i], sizeof(OpNotice));
+    Result<transport::RequestId> id = transport_.postRecv(peers_[node], noticeTag(comm_, seq_),
+                                                          &noticeInboxes_[i], sizeof(OpNotice));
     if (!id.isOk()) {
       failedNode_ = node;
       fail(atNode(node, id.status()));
@@ -187,11 +182,11 @@ void ScheduleRunner::fail(Status why) {
   // Tell every node we exchange with, so that none waits on us; the node that failed us already
   // knows, or is gone. A notice that cannot be posted (that node is gone too) is no loss.
   outgoing_ = noticeFrom_ >= 0 ? noticeInboxes_[static_cast<size_t>(noticeFrom_)]
-                                : makeOpNotice(static_cast<int>(self_), outcome_);
+                               : makeOpNotice(static_cast<int>(self_), outcome_);
   for (int node : linkedNodes_) {
     if (node == failedNode_) continue;
-    Result<transport::RequestId> id = transport_.postSend(peers_[node], noticeTag(comm_, seq_),
-                                                          &outgoing_, sizeof(outgoing_));
+    Result<transport::RequestId> id =
+        transport_.postSend(peers_[node], noticeTag(comm_, seq_), &outgoing_, sizeof(outgoing_));
     if (id.isOk()) noticeSends_.push_back(*id);
   }
   // Ask every pending request to stop; each stays lent until test() reports it final. A cancel

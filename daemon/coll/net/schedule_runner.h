@@ -117,8 +117,8 @@ class ScheduleRunner final : public NetOp {
   const std::function<size_t()> recvReady_;             // NetOpSpec::recvReady
   const size_t ring_;                                   // NetOpSpec::ringBytes
   const uint8_t* const bufferStart_;                    // NetOpSpec::buffer: its offsets
-  const uint8_t dtype_;
-  const uint8_t redop_;         // between nodes (interNodeRedop)
+  const Dtype dtype_;
+  const RedOp redop_;           // between nodes (interNodeRedop)
   const bool divideWhenFinal_;  // Avg: the finalizing reduction divides by finalDivisor_
   const uint64_t finalDivisor_;
   const size_t elementBytes_;

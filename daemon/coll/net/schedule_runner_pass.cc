@@ -4,17 +4,12 @@
 #include <string>
 #include <utility>
 
-#include "common/ipc/protocol.h"
 #include "daemon/coll/net/net_tags.h"
 #include "daemon/coll/net/schedule_runner.h"
 #include "daemon/coll/reduce.h"
 
 namespace hc::coll::net {
-namespace {
-
-constexpr uint8_t kAvg = static_cast<uint8_t>(ipc::RedOp::Avg);
-
-}  // namespace
+namespace {}  // namespace
 
 Status ScheduleRunner::advance() {
   HC_RETURN_IF_ERROR(testWatches());
@@ -116,7 +111,7 @@ void ScheduleRunner::applyArrivedReceives() {
       void* output = begin;
       const bool divide = step.finalizes && divideWhenFinal_;
       const ReduceSpec spec{.dtype = dtype_,
-                            .redop = divide ? kAvg : redop_,
+                            .redop = divide ? RedOp::Avg : redop_,
                             .inputs = inputs,
                             .nInputs = 2,
                             .outputs = &output,

@@ -91,7 +91,7 @@ Status CudaDevice::reduceAsync(StreamId stream, const ReduceWork& work) {
   if (!plan.isOk()) return plan.status();
   if (plan->launchCount() == 0) return okStatus();  // no elements: no launch, no context to enter
   for (size_t i = 0; i < plan->launchCount(); ++i) {
-    HC_RETURN_IF_ERROR(launchReduce(*handle, work.dtype, plan->launch(i)));
+    HC_RETURN_IF_ERROR(launchReduce(*handle, static_cast<uint32_t>(work.dtype), plan->launch(i)));
   }
 
   // Stream order puts the copies after the last launch, when outputs[0] holds the result.

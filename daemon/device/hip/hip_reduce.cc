@@ -93,7 +93,7 @@ Status HipDevice::reduceAsync(StreamId stream, const ReduceWork& work) {
   Result<k::ReduceLaunchPlan> plan = k::ReduceLaunchPlan::make(work, "HIP");
   if (!plan.isOk()) return plan.status();
   for (size_t i = 0; i < plan->launchCount(); ++i) {
-    HC_RETURN_IF_ERROR(launchReduce(*handle, work.dtype, plan->launch(i)));
+    HC_RETURN_IF_ERROR(launchReduce(*handle, static_cast<uint32_t>(work.dtype), plan->launch(i)));
   }
 
   // Stream order puts the copies after the last launch, when outputs[0] holds the result.

@@ -20,22 +20,28 @@
 
 namespace hc::device::kernels {
 
-// Indexed by dtype code.
-inline constexpr size_t kDtypeBytes[kNumKernelDtypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-
-// 16- and 8-bit floats: a partial result carried from one launch to the next would be rounded
-// to the dtype, where a single pass keeps it in fp32, so these never chain.
-inline bool isNarrowFloatDtype(uint32_t dtype) {
-  return dtype == kDtypeFloat16 || dtype == kDtypeBfloat16 || dtype == kDtypeFp8E4M3 ||
-         dtype == kDtypeFp8E5M2;
-}
+// The kernels' codes are the vocabulary's values (common/vocabulary.h); reduce_args.h keeps its
+// own copy only because nvcc and hipcc compile it without the project's headers.
+static_assert(kNumKernelDtypes == kNumDtypes && kNumKernelRedops == kNumRedOps);
+static_assert(kDtypeInt8 == uint32_t(Dtype::Int8) && kDtypeUint8 == uint32_t(Dtype::Uint8) &&
+              kDtypeInt32 == uint32_t(Dtype::Int32) && kDtypeUint32 == uint32_t(Dtype::Uint32) &&
+              kDtypeInt64 == uint32_t(Dtype::Int64) && kDtypeUint64 == uint32_t(Dtype::Uint64) &&
+              kDtypeFloat16 == uint32_t(Dtype::Float16) &&
+              kDtypeFloat32 == uint32_t(Dtype::Float32) &&
+              kDtypeFloat64 == uint32_t(Dtype::Float64) &&
+              kDtypeBfloat16 == uint32_t(Dtype::Bfloat16) &&
+              kDtypeFp8E4M3 == uint32_t(Dtype::Fp8e4m3) &&
+              kDtypeFp8E5M2 == uint32_t(Dtype::Fp8e5m2));
+static_assert(kRedopSum == uint32_t(RedOp::Sum) && kRedopProd == uint32_t(RedOp::Prod) &&
+              kRedopMax == uint32_t(RedOp::Max) && kRedopMin == uint32_t(RedOp::Min) &&
+              kRedopAvg == uint32_t(RedOp::Avg) && kRedopPreMulSum == uint32_t(RedOp::PreMulSum));
 
 // The PreMulSum scalar 1 in the dtype's encoding: a chained launch folds the previous launch's
 // partial result in with it, and 1 * x == x exactly in every integer type, fp32 and fp64 (the
 // only dtypes that chain).
-inline uint64_t premulScalarOne(uint32_t dtype) {
-  if (dtype == kDtypeFloat32) return 0x3F800000u;
-  if (dtype == kDtypeFloat64) return 0x3FF0000000000000u;
+inline uint64_t premulScalarOne(Dtype dtype) {
+  if (dtype == Dtype::Float32) return 0x3F800000u;
+  if (dtype == Dtype::Float64) return 0x3FF0000000000000u;
   return 1;
 }
 
@@ -99,11 +105,7 @@ inline Result<ReduceLaunchPlan> ReduceLaunchPlan::make(const ReduceWork& work,
                            std::to_string(work.inputs.size()) + " inputs");
   }
   if (work.nRanks == 0) return invalidArgument("reduceAsync: nRanks is 0");
-  if (work.dtype >= kNumKernelDtypes || work.redop >= kNumKernelRedops) {
-    return invalidArgument("reduceAsync: unknown dtype " + std::to_string(work.dtype) +
-                           " or operator " + std::to_string(work.redop));
-  }
-  if (work.redop == kRedopPreMulSum && work.scalars.empty()) {
+  if (work.redop == RedOp::PreMulSum && work.scalars.empty()) {
     return invalidArgument("reduceAsync: premulsum without scalars");
   }
   if (work.count == 0) return ReduceLaunchPlan(work, nullptr, 0);
@@ -114,7 +116,9 @@ inline Result<ReduceLaunchPlan> ReduceLaunchPlan::make(const ReduceWork& work,
     if (out == nullptr) return invalidArgument("reduceAsync: null output");
   }
   const size_t nIn = work.inputs.size();
-  if (nIn > kMaxKernelInputs && isNarrowFloatDtype(work.dtype)) {
+  // 16- and 8-bit floats: a partial result carried from one launch to the next would be rounded
+  // to the dtype, where a single pass keeps it in fp32, so these never chain.
+  if (nIn > kMaxKernelInputs && isNarrowFloat(work.dtype)) {
     return invalidArgument("reduceAsync: " + std::to_string(nIn) + " inputs of a 16- or 8-bit " +
                            "float in one reduction: the " + std::string(backend) +
                            " kernels take at most " + std::to_string(kMaxKernelInputs) +
@@ -138,7 +142,7 @@ inline Result<ReduceLaunchPlan> ReduceLaunchPlan::make(const ReduceWork& work,
 inline ReduceLaunchPlan::ReduceLaunchPlan(const ReduceWork& work, void* partial, size_t launchCount)
     : work_(work), partial_(partial), launchCount_(launchCount) {
   if (launchCount_ == 0) return;
-  copyBytes_ = work_.count * kDtypeBytes[work_.dtype];
+  copyBytes_ = work_.count * dtypeSize(work_.dtype);
   for (size_t o = kMaxKernelOutputs; o < work_.outputs.size(); ++o) {
     if (work_.outputs[o] != work_.outputs[0]) copyTargets_.push_back(work_.outputs[o]);
   }
@@ -157,18 +161,18 @@ inline ReduceArgs ReduceLaunchPlan::launch(size_t i) const {
     ++n;
     next = kMaxKernelInputs + (i - 1) * (kMaxKernelInputs - 1);
   }
-  const bool preMulSum = work_.redop == kRedopPreMulSum;
+  const bool preMulSum = work_.redop == RedOp::PreMulSum;
   for (; n < kMaxKernelInputs && next < work_.inputs.size(); ++n, ++next) {
     args.in[n] = work_.inputs[next];
     args.scalars[n] = preMulSum ? work_.scalars[next] : 0;
   }
   args.nIn = n;
   if (i + 1 == launchCount_) {
-    args.redop = work_.redop;
+    args.redop = static_cast<uint32_t>(work_.redop);
     args.nOut = static_cast<uint32_t>(std::min<size_t>(work_.outputs.size(), kMaxKernelOutputs));
     for (uint32_t o = 0; o < args.nOut; ++o) args.out[o] = work_.outputs[o];
   } else {
-    args.redop = work_.redop == kRedopAvg ? uint32_t{kRedopSum} : uint32_t{work_.redop};
+    args.redop = static_cast<uint32_t>(work_.redop == RedOp::Avg ? RedOp::Sum : work_.redop);
     args.nOut = 1;
     args.out[0] = partial_;
   }

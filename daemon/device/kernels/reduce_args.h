@@ -14,7 +14,7 @@
 //   1 <= nIn <= kMaxKernelInputs, 1 <= nOut <= kMaxKernelOutputs. An output may be an input
 //   exactly (in place): every input of an element is read before that element is written.
 //   Partial overlap is undefined.
-// - redop is an ipc::RedOp value (Sum 0, Prod 1, Max 2, Min 3, Avg 4, PreMulSum 5); a value
+// - redop is an RedOp value (Sum 0, Prod 1, Max 2, Min 3, Avg 4, PreMulSum 5); a value
 //   outside that range makes the kernel write nothing. nRanks is Avg's divisor and must be > 0
 //   for Avg. scalars[i] is input i's PreMulSum scalar (its bytes in the dtype, little-endian,
 //   zero-padded), ignored by the other operators.
@@ -50,7 +50,7 @@ enum DtypeCode : uint32_t {
 };
 inline constexpr uint32_t kNumKernelDtypes = 12;
 
-// ipc::RedOp values.
+// RedOp values.
 enum RedopCode : uint32_t {
   kRedopSum = 0,
   kRedopProd = 1,

@@ -11,14 +11,6 @@
 namespace hc::device {
 namespace {
 
-// Bytes per element of an ncclDataType_t value (int8, uint8, int32, uint32, int64, uint64, half,
-// float, double, bfloat16, fp8 e4m3, fp8 e5m2); 0 for values past the table. Kept here because
-// device/ does not link coll/, which owns the dtype table; used for bounds.
-size_t elementBytes(uint8_t dtype) {
-  constexpr size_t kSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  return dtype < std::size(kSizes) ? kSizes[dtype] : 0;
-}
-
 // True when [a, a+n) and [b, b+n) share a byte.
 bool overlaps(const void* a, const void* b, size_t n) {
   auto x = reinterpret_cast<uintptr_t>(a);
@@ -29,8 +21,8 @@ bool overlaps(const void* a, const void* b, size_t n) {
 // The descriptor of one reduction, owned by its task: the caller's spans may go away as soon as
 // reduceAsync() returns.
 struct OwnedReduce {
-  uint8_t dtype;
-  uint8_t redop;
+  Dtype dtype;
+  RedOp redop;
   std::vector<const void*> inputs;
   std::vector<void*> outputs;
   std::vector<uint64_t> scalars;
@@ -109,8 +101,8 @@ Status SimDevice::checkReach(const void* ptr, const char* what, bool kernel) con
 }
 
 Status SimDevice::checkReduceBounds(const ReduceWork& work) const {
-  const size_t size = elementBytes(work.dtype);
-  if (size == 0 || work.count == 0) return okStatus();  // the kernel's own checks apply
+  const size_t size = dtypeSize(work.dtype);
+  if (work.count == 0) return okStatus();
   const size_t bytes = size * work.count;
   if (bytes / size != work.count) return invalidArgument("reduceAsync: count overflows");
   for (const void* in : work.inputs) HC_RETURN_IF_ERROR(ranges_.check(in, bytes, "reduce input"));
@@ -148,7 +140,7 @@ Status SimDevice::reduceAsync(StreamId stream, const ReduceWork& work) {
   // (timing kernelGBps, bytes of one input; 0 = none) and its own run time on the worker (the
   // real reduction, at host memory speed).
   auto owned = std::make_shared<const OwnedReduce>(work);
-  const uint64_t inputBytes = work.count * elementBytes(work.dtype);
+  const uint64_t inputBytes = work.count * dtypeSize(work.dtype);
   (*found)->enqueue(
       [kernel = kernel_, owned]() {
         kernel(owned->view(), 0, owned->count);

@@ -39,8 +39,8 @@ uint32_t reduceOne(const NarrowCase& c) {
   std::vector<uint8_t> out(count * width, 0x5c);
   void* outputs[] = {out.data()};
   std::vector<uint64_t> scalars(c.scalars.begin(), c.scalars.end());
-  ReduceSpec spec{c.dtype,
-                  c.op,
+  ReduceSpec spec{Dtype{c.dtype},
+                  RedOp{c.op},
                   inputs.data(),
                   inputs.size(),
                   outputs,
@@ -59,7 +59,8 @@ uint32_t reduceOne(const NarrowCase& c) {
 }
 
 void expectCase(const NarrowCase& c) {
-  EXPECT_EQ(reduceOne(c), c.want) << dtypeName(c.dtype) << " " << redopName(c.op) << ": " << c.why;
+  EXPECT_EQ(reduceOne(c), c.want) << dtypeName(Dtype{c.dtype}) << " " << redOpName(RedOp{c.op})
+                                  << ": " << c.why;
 }
 
 void expectReduces(uint8_t dtype, uint8_t op, std::vector<uint32_t> inputs, uint32_t want,

@@ -80,8 +80,8 @@ void expectOutOfPlaceEqualsInPlace(uint8_t dtype, uint8_t op, size_t nInputs, si
   auto reduce = [&](OffsetBuffers& inputs, OffsetBuffers& outputs) {
     std::vector<const void*> ins(inputs.ptrs.begin(), inputs.ptrs.end());
     std::vector<void*> outs(outputs.ptrs.begin(), outputs.ptrs.end());
-    ReduceSpec spec{dtype,
-                    op,
+    ReduceSpec spec{Dtype{dtype},
+                    RedOp{op},
                     ins.data(),
                     nInputs,
                     outs.data(),
@@ -121,7 +121,7 @@ TEST_P(ReduceStreamingTest, OutOfPlaceEqualsInPlaceAtUnalignedOffsets) {
   // Odd, and large enough that the range, less a few elements at each end, streams.
   const size_t large = (2 * kStreamingMinBytes) / esize + 4097;
   for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{4097}, large}) {
-    SCOPED_TRACE(std::string(dtypeName(dtype)) + " " + redopName(op) + " count " +
+    SCOPED_TRACE(std::string(dtypeName(Dtype{dtype})) + " " + redOpName(RedOp{op}) + " count " +
                  std::to_string(count));
     expectOutOfPlaceEqualsInPlace(dtype, op, 2, count, 0, count);
     if (count > 8) expectOutOfPlaceEqualsInPlace(dtype, op, 3, count, 3, count - 2);
@@ -133,8 +133,8 @@ INSTANTIATE_TEST_SUITE_P(AllPairs, ReduceStreamingTest,
                          ::testing::Combine(::testing::ValuesIn(kSupported),
                                             ::testing::ValuesIn(kOps)),
                          [](const auto& info) {
-                           return std::string(dtypeName(std::get<0>(info.param))) + "_" +
-                                  redopName(std::get<1>(info.param));
+                           return std::string(dtypeName(Dtype{std::get<0>(info.param)})) + "_" +
+                                  redOpName(RedOp{std::get<1>(info.param)});
                          });
 
 // Streamed copies to 1 and 3 destinations at unaligned offsets, over a range inside the buffer.

@@ -61,8 +61,8 @@ size_t runCase(uint8_t dtype, uint8_t op, const CaseData& c, Aliasing aliasing) 
   }
 
   ReduceSpec spec{};
-  spec.dtype = dtype;
-  spec.redop = op;
+  spec.dtype = Dtype{dtype};
+  spec.redop = RedOp{op};
   spec.inputs = inputs.data();
   spec.nInputs = nInputs;
   spec.outputs = outputs.data();
@@ -82,7 +82,7 @@ void expectAllCorrect(uint8_t dtype, uint8_t op, size_t nInputs, size_t count) {
   const uint64_t seed = dtype * 1000003u + op * 10007u + nInputs * 101u + count;
   const CaseData c = makeCase(dtype, op, nInputs, count, seed);
   for (Aliasing aliasing : {Aliasing::Separate, Aliasing::AllInPlace, Aliasing::RootInPlace}) {
-    SCOPED_TRACE(std::string(dtypeName(dtype)) + " " + redopName(op) + " inputs " +
+    SCOPED_TRACE(std::string(dtypeName(Dtype{dtype})) + " " + redOpName(RedOp{op}) + " inputs " +
                  std::to_string(nInputs) + " count " + std::to_string(count) + " " +
                  aliasingName(aliasing));
     EXPECT_EQ(runCase(dtype, op, c, aliasing), 0u);
@@ -102,8 +102,8 @@ INSTANTIATE_TEST_SUITE_P(AllPairs, ReduceTest,
                                             ::testing::ValuesIn(kOps),
                                             ::testing::Values(1, 2, 3, 4)),
                          [](const auto& info) {
-                           return std::string(dtypeName(std::get<0>(info.param))) + "_" +
-                                  redopName(std::get<1>(info.param)) + "_" +
+                           return std::string(dtypeName(Dtype{std::get<0>(info.param)})) + "_" +
+                                  redOpName(RedOp{std::get<1>(info.param)}) + "_" +
                                   std::to_string(std::get<2>(info.param));
                          });
 
@@ -125,8 +125,9 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_tuple(kFp8e4m3, kPreMulSum, size_t{4}),
         std::make_tuple(kFp8e5m2, kProd, size_t{3}), std::make_tuple(kFloat16, kMin, size_t{4})),
     [](const auto& info) {
-      return std::string(dtypeName(std::get<0>(info.param))) + "_" +
-             redopName(std::get<1>(info.param)) + "_" + std::to_string(std::get<2>(info.param));
+      return std::string(dtypeName(Dtype{std::get<0>(info.param)})) + "_" +
+             redOpName(RedOp{std::get<1>(info.param)}) + "_" +
+             std::to_string(std::get<2>(info.param));
     });
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace hc::coll::testing {
 
 static_assert(std::endian::native == std::endian::little, "scalar encoding assumes little-endian");
 
-// ncclDataType_t and ipc::RedOp values, spelled out here on purpose.
+// ncclDataType_t and RedOp values (common/vocabulary.h), spelled out here on purpose.
 enum : uint8_t {
   kInt8 = 0,
   kUint8,

@@ -16,9 +16,9 @@
 namespace hc::device {
 namespace {
 
-constexpr uint8_t kInt32 = 2;  // ncclInt32
-constexpr uint8_t kSum = 0;    // ipc::RedOp::Sum
-constexpr uint8_t kMax = 2;    // ipc::RedOp::Max
+constexpr Dtype kInt32 = Dtype{2};  // ncclInt32
+constexpr RedOp kSum = RedOp{0};    // ncclSum
+constexpr RedOp kMax = RedOp{2};    // ncclMax
 
 // int32 sum and max; counts the elements it was asked to reduce.
 struct TestKernel {
@@ -29,7 +29,7 @@ struct TestKernel {
       int32_t acc = static_cast<const int32_t*>(work.inputs[0])[e];
       for (size_t i = 1; i < work.inputs.size(); ++i) {
         int32_t x = static_cast<const int32_t*>(work.inputs[i])[e];
-        acc = work.redop == kMax ? std::max(acc, x) : acc + x;
+        acc = work.redop == static_cast<RedOp>(kMax) ? std::max(acc, x) : acc + x;
       }
       for (void* out : work.outputs) static_cast<int32_t*>(out)[e] = acc;
     }
@@ -104,8 +104,8 @@ TEST_F(HostDeviceTest, ReduceRunsTheGivenKernelIntoEveryOutput) {
   const void* inputs[] = {a.data(), b.data(), c.data()};
   void* outputs[] = {out.data(), a.data()};  // a second output in place over input 0
   ReduceWork work;
-  work.dtype = kInt32;
-  work.redop = kSum;
+  work.dtype = Dtype{kInt32};
+  work.redop = RedOp{kSum};
   work.inputs = inputs;
   work.outputs = outputs;
   work.nRanks = 3;
@@ -126,8 +126,8 @@ TEST_F(HostDeviceTest, ReduceRejectsMalformedWork) {
   void* outputs[] = {&y};
   const uint64_t oneScalar[] = {1};
   ReduceWork work;
-  work.dtype = kInt32;
-  work.redop = kSum;
+  work.dtype = Dtype{kInt32};
+  work.redop = RedOp{kSum};
   work.nRanks = 2;
   work.count = 1;
   work.outputs = outputs;
@@ -150,7 +150,7 @@ TEST(HostDeviceNoKernelTest, ReduceIsADeviceErrorAndSaysSoUpFront) {
   int32_t x = 1;
   const void* inputs[] = {&x};
   void* outputs[] = {&x};
-  ReduceWork work{kInt32, kSum, inputs, outputs, {}, 1, 1};
+  ReduceWork work{static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 1};
   EXPECT_EQ(device.reduceAsync(stream, work).code(), Code::DeviceError);
   EXPECT_TRUE(device.destroyStream(stream).isOk());
 }
@@ -163,12 +163,14 @@ TEST_F(HostDeviceTest, StreamRunsOpsInEnqueueOrder) {
   ASSERT_TRUE(device_.copyAsync(stream_, b.data(), a.data(), bytes).isOk());  // b = 5
   const void* inputs[] = {a.data(), b.data()};
   void* outputs[] = {c.data()};
-  ReduceWork work{kInt32, kSum, inputs, outputs, {}, 2, kCount};
+  ReduceWork work{
+      static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 2, kCount};
   ASSERT_TRUE(device_.reduceAsync(stream_, work).isOk());                     // c = 10
   ASSERT_TRUE(device_.copyAsync(stream_, d.data(), c.data(), bytes).isOk());  // d = 10
   const void* again[] = {d.data(), c.data(), b.data()};
   void* into[] = {a.data()};
-  ReduceWork work2{kInt32, kMax, again, into, {}, 3, kCount};
+  ReduceWork work2{
+      static_cast<Dtype>(kInt32), static_cast<RedOp>(kMax), again, into, {}, 3, kCount};
   ASSERT_TRUE(device_.reduceAsync(stream_, work2).isOk());  // a = 10
   Result<EventId> event = device_.recordEvent(stream_);
   ASSERT_TRUE(event.isOk());

@@ -42,7 +42,7 @@ class CommunicatorTest : public ::testing::Test {
     op.requestId = nextRequest_++;
     op.session = sessions_[rank];
     op.type = type;
-    op.dtype = 7;
+    op.dtype = Dtype{7};
     op.count = count;
     op.root = peer;
     comm_->post(rank, std::move(op), closes);
@@ -225,8 +225,7 @@ TEST_F(CommunicatorTest, DestroyIsLocalWorkWithoutTheDepartedRankGoesOn) {
   auto c = completions(1);
   ASSERT_EQ(c.count(id), 1u);
   EXPECT_EQ(c[id].first, Code::Unavailable);
-  EXPECT_NE(c[id].second.find("needs rank 0, which destroyed"), std::string::npos)
-      << c[id].second;
+  EXPECT_NE(c[id].second.find("needs rank 0, which destroyed"), std::string::npos) << c[id].second;
 }
 
 TEST_F(CommunicatorTest, DestroyFailsWaitingWorkThatNeedsTheDepartedRank) {
@@ -242,8 +241,9 @@ TEST_F(CommunicatorTest, DestroyFailsWaitingWorkThatNeedsTheDepartedRank) {
 TEST_F(CommunicatorTest, ReceivesOfSendsADepartedRemoteRankPostedStillRun) {
   makeRanks(2);
   comm_->markRemote(0);
-  comm_->depart(0, unavailable("destroyed its handle of the communicator"),
-                {{0, 1, 2}, {1, 0, 9}, {0, 0, 5}});  // pairs not from rank 0 to a rank here: ignored
+  comm_->depart(
+      0, unavailable("destroyed its handle of the communicator"),
+      {{0, 1, 2}, {1, 0, 9}, {0, 0, 5}});  // pairs not from rank 0 to a rank here: ignored
   for (int k = 0; k < 2; ++k) {
     post(1, OpType::Recv, 0);
     EXPECT_EQ(finishAll(), 1u) << "receive " << k;

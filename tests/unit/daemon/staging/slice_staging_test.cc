@@ -15,11 +15,9 @@
 namespace hc::staging {
 namespace {
 
-using ipc::OpType;
-
-constexpr OpType kSliceable[] = {OpType::AllReduce,     OpType::Broadcast, OpType::Reduce,
-                                 OpType::AllGather,     OpType::ReduceScatter,
-                                 OpType::AllToAll,      OpType::Gather,    OpType::Scatter};
+constexpr OpType kSliceable[] = {OpType::AllReduce, OpType::Broadcast,     OpType::Reduce,
+                                 OpType::AllGather, OpType::ReduceScatter, OpType::AllToAll,
+                                 OpType::Gather,    OpType::Scatter};
 
 // Blocks of each side, written out per op rather than taken from the code under test.
 int expectedBlocks(OpType type, bool send, int nranks) {
@@ -59,8 +57,8 @@ TEST(SlicePiecesTest, EverySliceOfEveryOpPacksItsElementsBlockByBlock) {
             const uint64_t count = std::min(perSlice, total - first);
             const auto pieces = slicePieces(type, send, nranks, 2, total, first, count);
             const auto got = gathered(pieces, 2);
-            EXPECT_EQ(got, expectedElements(expectedBlocks(type, send, nranks), total, first,
-                                            count))
+            EXPECT_EQ(got,
+                      expectedElements(expectedBlocks(type, send, nranks), total, first, count))
                 << "op " << int(type) << " nranks " << nranks << " first " << first;
             for (uint64_t e : got) ++seen.at(e);
             if (count == total) EXPECT_EQ(pieces.size(), 1u);  // contiguous: one copy
@@ -127,7 +125,8 @@ TEST(SliceStagingTest, HostMemoryIsUsedInPlaceWhenContiguousAndPackedOtherwise) 
 class SliceStagingDeviceTest : public ::testing::Test {
  protected:
   ~SliceStagingDeviceTest() override {
-    if (device_ != nullptr) [[maybe_unused]] Status s = device_->releaseBuffer(imported_);
+    if (device_ != nullptr) [[maybe_unused]]
+      Status s = device_->releaseBuffer(imported_);
   }
 
   void start(uint64_t failCopyAt) {

@@ -62,7 +62,7 @@ size_t wrongElements(const uint8_t* got, const std::vector<uint8_t>& want) {
 // One end of a transfer between node 0 (sending) and node 1 (receiving).
 NetOpSpec transferSpec(Cluster& cluster, bool send, size_t count, void* buffer, size_t wireChunk) {
   NetOpSpec spec = cluster.spec(send ? 0 : 1, send ? NetOpKind::Send : NetOpKind::Recv);
-  spec.dtype = kFloat32;
+  spec.dtype = Dtype{kFloat32};
   spec.root = send ? 1 : 0;
   spec.count = count;
   spec.buffer = buffer;

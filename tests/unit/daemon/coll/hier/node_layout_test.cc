@@ -102,9 +102,9 @@ TEST(NodePlanMakeTest, RefusesBuffersThatDoNotMatchTheLocalRanks) {
   const NodeLayout layout = made(0, {{0, 1}, {2}});
   ScratchPool pool;
   std::vector<uint8_t> a(4), b(4);
-  const LocalOp allreduce{ipc::OpType::AllReduce, 7, 0, -1, 1};
+  const LocalOp allreduce{OpType::AllReduce, static_cast<Dtype>(7), static_cast<RedOp>(0), -1, 1};
   EXPECT_FALSE(NodePlan::make(allreduce, layout, {RankBuffers{a.data(), a.data()}}, &pool).isOk());
-  const LocalOp send{ipc::OpType::Send, 7, 0, 2, 1};
+  const LocalOp send{OpType::Send, static_cast<Dtype>(7), static_cast<RedOp>(0), 2, 1};
   EXPECT_FALSE(NodePlan::make(send, layout,
                               {RankBuffers{a.data(), nullptr}, RankBuffers{b.data(), nullptr}},
                               &pool)
@@ -115,9 +115,9 @@ TEST(NodePlanMakeTest, RefusesBuffersThatDoNotMatchTheLocalRanks) {
 TEST(NodePlanMakeTest, RefusesOperationsThatDoNotSpanDaemons) {
   const NodeLayout layout = made(0, {{0}, {1}});
   ScratchPool pool;
-  for (ipc::OpType type : {ipc::OpType::CommInit, ipc::OpType::CommSplit}) {
+  for (OpType type : {OpType::CommInit, OpType::CommSplit}) {
     Result<std::unique_ptr<NodePlan>> plan =
-        NodePlan::make(LocalOp{type, 7, 0, -1, 0}, layout, {RankBuffers{}}, &pool);
+        NodePlan::make(LocalOp{type, Dtype{7}, RedOp{0}, -1, 0}, layout, {RankBuffers{}}, &pool);
     ASSERT_FALSE(plan.isOk()) << int(type);
     EXPECT_EQ(plan.status().code(), Code::InvalidArgument) << int(type);
   }
@@ -137,8 +137,9 @@ TEST(NodePlanMakeTest, CombinedLocalOperandsAreCopiedIntoTheNodeBufferNotReduced
     return std::vector<RankBuffers>{{send, reinterpret_cast<uint8_t*>(recv0.data())},
                                     {send, reinterpret_cast<uint8_t*>(recv1.data())}};
   };
-  auto allreduce =
-      NodePlan::make({ipc::OpType::AllReduce, kInt32, kSum, -1, 6}, layout, buffers(), &pool, true);
+  auto allreduce = NodePlan::make(
+      {OpType::AllReduce, static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), -1, 6}, layout,
+      buffers(), &pool, true);
   ASSERT_TRUE(allreduce.isOk()) << allreduce.status().toString();
   (*allreduce)->before();
   std::vector<int32_t> node(6);
@@ -147,15 +148,17 @@ TEST(NodePlanMakeTest, CombinedLocalOperandsAreCopiedIntoTheNodeBufferNotReduced
 
   // Reduce-scatter of 2 elements per rank: block r of the combined buffer is rank r's slot (node
   // order is rank order here).
-  auto scatter = NodePlan::make({ipc::OpType::ReduceScatter, kInt32, kSum, -1, 2}, layout,
-                                buffers(), &pool, true);
+  auto scatter = NodePlan::make(
+      {OpType::ReduceScatter, static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), -1, 2}, layout,
+      buffers(), &pool, true);
   ASSERT_TRUE(scatter.isOk()) << scatter.status().toString();
   (*scatter)->before();
   std::memcpy(node.data(), (*scatter)->spec().buffer, sizeof(int32_t) * 6);
   EXPECT_EQ(node, combined);
 
-  auto broadcast =
-      NodePlan::make({ipc::OpType::Broadcast, kInt32, kSum, 0, 6}, layout, buffers(), &pool, true);
+  auto broadcast = NodePlan::make(
+      {OpType::Broadcast, static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), 0, 6}, layout,
+      buffers(), &pool, true);
   ASSERT_FALSE(broadcast.isOk()) << "only reductions combine their local operands";
 }
 

@@ -18,7 +18,6 @@
 namespace hc::coll::hier::testing {
 namespace {
 
-using ipc::OpType;
 using net::AllreduceAlgo;
 using net::testing::Contribution;
 using net::testing::dtypeLabel;
@@ -54,14 +53,6 @@ struct OpCase {
   bool inPlace = false;
   AllreduceAlgo algo = AllreduceAlgo::Auto;
 };
-
-bool isReduction(OpType type) {
-  return type == OpType::AllReduce || type == OpType::Reduce || type == OpType::ReduceScatter;
-}
-bool hasRoot(OpType type) {
-  return type == OpType::Broadcast || type == OpType::Reduce || type == OpType::Gather ||
-         type == OpType::Scatter;
-}
 
 const char* typeLabel(OpType type) {
   switch (type) {
@@ -222,7 +213,7 @@ class NodePlanTest : public ::testing::TestWithParam<NamedPlacement> {
     }
 
     checker_.beginCase();
-    const LocalOp op{c.type, c.dtype, c.redop, c.root, c.count};
+    const LocalOp op{c.type, Dtype{c.dtype}, RedOp{c.redop}, c.root, c.count};
     const Status run = world_.runCollective(op, byRank, options(c));
     if (!run.isOk()) return checker_.runFailed(name + ": " + run.toString());
     for (int r = 0; r < nranks(); ++r) checker_.check(name, r, *memory[r]);
@@ -367,10 +358,10 @@ TEST_P(NodePlanTest, SendRecvBetweenRanksOnDifferentNodes) {
           RankMemory receiver(dtype, BufferShape{false, true, 0, count, false, 0}, {});
           receiver.expectAtRecv(data);
           std::vector<std::optional<NodeWork>> work(world_.nodes());
-          work[world_.nodeOf(from)] =
-              NodeWork{LocalOp{OpType::Send, dtype, 0, to, count}, {sender.buffers()}};
-          work[world_.nodeOf(to)] =
-              NodeWork{LocalOp{OpType::Recv, dtype, 0, from, count}, {receiver.buffers()}};
+          work[world_.nodeOf(from)] = NodeWork{
+              LocalOp{OpType::Send, Dtype{dtype}, RedOp{0}, to, count}, {sender.buffers()}};
+          work[world_.nodeOf(to)] = NodeWork{
+              LocalOp{OpType::Recv, Dtype{dtype}, RedOp{0}, from, count}, {receiver.buffers()}};
           checker_.beginCase();
           const Status run = world_.run(work, options(OpCase{OpType::Send, dtype, kSum, count}));
           if (!run.isOk()) {
@@ -389,8 +380,8 @@ TEST_P(NodePlanTest, BarrierCompletesOnEveryNode) {
   const std::vector<RankBuffers> none(static_cast<size_t>(nranks()));
   for (int k = 0; k < 3; ++k) {
     checker_.beginCase();
-    const Status run = world_.runCollective(LocalOp{OpType::Barrier, 0, 0, -1, 0}, none,
-                                            options(OpCase{OpType::Barrier, 0}));
+    const Status run = world_.runCollective(LocalOp{OpType::Barrier, Dtype{0}, RedOp{0}, -1, 0},
+                                            none, options(OpCase{OpType::Barrier, 0}));
     if (!run.isOk()) checker_.runFailed(std::string("barrier: ") + run.toString());
   }
 }

@@ -58,8 +58,8 @@ void runAllreduce(const AllreduceCase& c) {
     buffers.emplace_back(c.count * elementBytes);
     buffers.back().assign(encode(c.dtype, inputs.back()));
     NetOpSpec spec = cluster.spec(node, NetOpKind::AllReduce);
-    spec.dtype = c.dtype;
-    spec.redop = c.op;
+    spec.dtype = Dtype{c.dtype};
+    spec.redop = RedOp{c.op};
     spec.finalDivisor = c.op == kAvg ? divisor : 0;
     spec.count = c.count;
     spec.buffer = buffers.back().data();
@@ -168,8 +168,8 @@ TEST(AllreduceAgreementTest, NodesAgreeOnSignedZerosAndNanPayloads) {
                                      : ((node + j) % 2 ? 0x80000000u : 0u);
           }
           NetOpSpec spec = cluster.spec(node, NetOpKind::AllReduce);
-          spec.dtype = kFloat32;
-          spec.redop = c.op;
+          spec.dtype = Dtype{kFloat32};
+          spec.redop = RedOp{c.op};
           spec.count = count;
           spec.buffer = buffers[node].data();
           spec.options.allreduceAlgo = algo;
@@ -202,8 +202,8 @@ TEST(AllreduceThreadedTest, NodesOnTheirOwnThreadsAgree) {
       buffers.emplace_back(count * 4);
       buffers.back().assign(encode(kFloat32, inputs.back()));
       NetOpSpec spec = cluster.spec(node, NetOpKind::AllReduce);
-      spec.dtype = kFloat32;
-      spec.redop = kSum;
+      spec.dtype = Dtype{kFloat32};
+      spec.redop = RedOp{kSum};
       spec.count = count;
       spec.buffer = buffers.back().data();
       spec.options.allreduceAlgo = algo;
@@ -227,7 +227,7 @@ TEST(AllreduceChoiceTest, AutoPicksRecursiveDoublingBelowTheThresholdAndRingFrom
   Cluster cluster(3);
   std::vector<float> data(1024);
   NetOpSpec spec = cluster.spec(0, NetOpKind::AllReduce);
-  spec.dtype = kFloat32;
+  spec.dtype = Dtype{kFloat32};
   spec.buffer = data.data();
   spec.options.ringMinBytes = 4096;
   spec.count = 1023;

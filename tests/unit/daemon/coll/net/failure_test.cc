@@ -111,8 +111,8 @@ Job makeJob(Cluster& cluster, Scenario scenario, uint32_t victim) {
         break;
     }
     NetOpSpec spec = cluster.spec(node, kind);
-    spec.dtype = kFloat32;
-    spec.redop = kSum;
+    spec.dtype = Dtype{kFloat32};
+    spec.redop = RedOp{kSum};
     spec.root = victim;
     spec.count = kElements * n;
     spec.buffer = job.recv[node].data();
@@ -282,7 +282,7 @@ TEST(DisagreementTest, NodesThatDisagreeOnTheCountFailInsteadOfHanging) {
     std::vector<NetOpSpec> specs;
     for (size_t node = 0; node < n; ++node) {
       NetOpSpec spec = cluster.spec(node, NetOpKind::AllReduce);
-      spec.dtype = kFloat32;
+      spec.dtype = Dtype{kFloat32};
       spec.count = node == 0 ? 4097 : 4096;  // node 0 disagrees
       spec.buffer = buffers[node].data();
       spec.options.allreduceAlgo = algo;
@@ -304,12 +304,12 @@ TEST(DisagreementTest, ARecvLongerOrShorterThanTheSendFails) {
     Cluster cluster(2);
     std::vector<int64_t> out(100, 5), in(101, 0);
     NetOpSpec send = cluster.spec(0, NetOpKind::Send);
-    send.dtype = kInt64;
+    send.dtype = Dtype{kInt64};
     send.root = 1;
     send.count = 100;
     send.buffer = out.data();
     NetOpSpec recv = cluster.spec(1, NetOpKind::Recv);
-    recv.dtype = kInt64;
+    recv.dtype = Dtype{kInt64};
     recv.root = 0;
     recv.count = recvCount;
     recv.buffer = in.data();

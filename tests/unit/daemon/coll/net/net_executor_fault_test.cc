@@ -49,8 +49,8 @@ NetJob allreduce(const ExecutorCluster& cluster, size_t node, uint64_t id, std::
                  const std::vector<size_t>& members = {}) {
   NetJob job =
       cluster.job(node, id, NetOpKind::AllReduce, 0x0aa0, static_cast<uint32_t>(id), members);
-  job.spec.dtype = kFloat32;
-  job.spec.redop = kSum;
+  job.spec.dtype = Dtype{kFloat32};
+  job.spec.redop = RedOp{kSum};
   job.spec.count = data.size();
   job.spec.buffer = data.data();
   return job;
@@ -161,7 +161,7 @@ TEST(SilenceTest, OnlyPeersOfARunningJobAreJudgedAndALatePeerIsWaitedFor) {
   std::vector<int64_t> out(16), in(16, 0);
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(i * i + 7);
   NetJob recv = cluster.job(0, 2, NetOpKind::Recv, 0x0cc0, 1, {0, 1});
-  recv.spec.dtype = kInt64;
+  recv.spec.dtype = Dtype{kInt64};
   recv.spec.root = 1;
   recv.spec.count = in.size();
   recv.spec.buffer = in.data();
@@ -172,7 +172,7 @@ TEST(SilenceTest, OnlyPeersOfARunningJobAreJudgedAndALatePeerIsWaitedFor) {
       << (early.isOk() ? early->status.toString() : early.status().toString());
 
   NetJob send = cluster.job(1, 2, NetOpKind::Send, 0x0cc0, 1, {0, 1});
-  send.spec.dtype = kInt64;
+  send.spec.dtype = Dtype{kInt64};
   send.spec.root = 0;
   send.spec.count = out.size();
   send.spec.buffer = out.data();
@@ -216,7 +216,7 @@ TEST(HeartbeatTest, FlowsOnTheReservedTagAndOneHeardPeerThatFallsSilentIsFailed)
   transport::LoopbackTransport& peer = *bare.value();
   std::vector<float> data(100, 1.0f);
   NetJob job = cluster.job(0, 1, NetOpKind::AllReduce, 0x0dd0, 1);
-  job.spec.dtype = kFloat32;
+  job.spec.dtype = Dtype{kFloat32};
   job.spec.count = data.size();
   job.spec.buffer = data.data();
   job.nodes.push_back(peer.address());

@@ -102,7 +102,7 @@ NetJob receiveJob(ExecutorCluster& cluster, transport::LoopbackTransport& bare, 
   NetJob job = cluster.job(0, comm, NetOpKind::Recv, comm, 1);
   job.nodes.push_back(bare.address());
   job.spec.root = 1;
-  job.spec.dtype = 2;  // int32
+  job.spec.dtype = Dtype{2};  // int32
   job.spec.count = into.size();
   job.spec.buffer = into.data();
   return job;

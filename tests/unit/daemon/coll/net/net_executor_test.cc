@@ -71,8 +71,8 @@ TEST(NetExecutorTest, ConcurrentAllreducesAndBroadcastsMatchTheReference) {
       Guarded& a = buffers[node].add(count * 4);
       a.assign(encode(kFloat32, sums[node]));
       NetJob allreduce = cluster.job(node, allreduceId, NetOpKind::AllReduce, 0x0a11, k + 1);
-      allreduce.spec.dtype = kFloat32;
-      allreduce.spec.redop = kSum;
+      allreduce.spec.dtype = Dtype{kFloat32};
+      allreduce.spec.redop = RedOp{kSum};
       allreduce.spec.count = count;
       allreduce.spec.buffer = a.data();
       allreduce.spec.options.chunkBytes = 16 * 1024;
@@ -86,7 +86,7 @@ TEST(NetExecutorTest, ConcurrentAllreducesAndBroadcastsMatchTheReference) {
       Guarded& b = buffers[node].add(count * 8);
       b.assign(encode(kInt64, bcast[node]));
       NetJob broadcast = cluster.job(node, broadcastId, NetOpKind::Broadcast, 0x0bca, k + 1);
-      broadcast.spec.dtype = kInt64;
+      broadcast.spec.dtype = Dtype{kInt64};
       broadcast.spec.root = root;
       broadcast.spec.count = count;
       broadcast.spec.buffer = b.data();
@@ -126,8 +126,8 @@ TEST(NetExecutorTest, SeveralSequentialJobsOnOneCommunicatorAllSucceed) {
     for (size_t node = 0; node < n; ++node) {
       for (size_t i = 0; i < 33; ++i) data[node][i] = static_cast<int64_t>(seq * 1000 + node + i);
       NetJob job = cluster.job(node, seq, NetOpKind::AllReduce, 0x0c0c, seq);
-      job.spec.dtype = kInt64;
-      job.spec.redop = kSum;
+      job.spec.dtype = Dtype{kInt64};
+      job.spec.redop = RedOp{kSum};
       job.spec.count = 33;
       job.spec.buffer = data[node].data();
       cluster.at(node).submit(std::move(job));
@@ -178,7 +178,7 @@ TEST(NetExecutorTest, AJobNamingAnUnreachableNodeFailsAtOnce) {
   std::vector<float> buffer(16, 1.0f);
   auto allreduce = [&](uint64_t id, transport::PeerAddress other) {
     NetJob job = cluster.job(0, id, NetOpKind::AllReduce, 0x0e0e, static_cast<uint32_t>(id));
-    job.spec.dtype = kFloat32;
+    job.spec.dtype = Dtype{kFloat32};
     job.spec.count = buffer.size();
     job.spec.buffer = buffer.data();
     job.nodes.push_back(std::move(other));  // node 1
@@ -190,7 +190,7 @@ TEST(NetExecutorTest, AJobNamingAnUnreachableNodeFailsAtOnce) {
   selfless.spec.self = 5;
   cluster.at(0).submit(std::move(selfless));
   NetJob invalid = allreduce(4, cluster.addresses()[0]);
-  invalid.spec.redop = 99;  // makeNetOp refuses it
+  invalid.spec.options.maxInFlight = 0;  // makeNetOp refuses it
   cluster.at(0).submit(std::move(invalid));
 
   Result<NetJobResult> garbage = cluster.wait(0, 1);
@@ -222,7 +222,7 @@ TEST(NetExecutorTest, AbortCommStopsOnlyThatCommunicatorsJobs) {
   std::vector<float> lonely(1000, 1.0f), mine(8, 2.0f), theirs(8, 1.0f);
   // Node 1 never posts its part of job 1: only the abort can end it.
   NetJob waiting = cluster.job(0, 1, NetOpKind::AllReduce, 0x0707, 1);
-  waiting.spec.dtype = kFloat32;
+  waiting.spec.dtype = Dtype{kFloat32};
   waiting.spec.count = lonely.size();
   waiting.spec.buffer = lonely.data();
   cluster.at(0).submit(std::move(waiting));
@@ -256,7 +256,7 @@ TEST(NetExecutorTest, AbortCommStopsOnlyThatCommunicatorsJobs) {
   // node 0 with no receive posted, and must not be taken for stray traffic of the aborted ops.
   for (size_t node : {1, 0}) {
     NetJob after = cluster.job(node, 4, NetOpKind::AllReduce, 0x0707, 3);
-    after.spec.dtype = kFloat32;
+    after.spec.dtype = Dtype{kFloat32};
     after.spec.count = mine.size();
     after.spec.buffer = node == 0 ? mine.data() : theirs.data();
     cluster.at(node).submit(std::move(after));
@@ -277,7 +277,7 @@ TEST(NetExecutorTest, StopWithARunningJobIsPromptAndReportsShuttingDown) {
   ExecutorCluster cluster(2);
   std::vector<float> buffer(4096, 1.0f);
   NetJob job = cluster.job(0, 9, NetOpKind::AllReduce, 0x0909, 1);  // node 1 never joins
-  job.spec.dtype = kFloat32;
+  job.spec.dtype = Dtype{kFloat32};
   job.spec.count = buffer.size();
   job.spec.buffer = buffer.data();
   cluster.at(0).submit(std::move(job));
@@ -307,7 +307,7 @@ TEST(NetExecutorTest, DestructorWithARunningJobReturnsPromptly) {
   ExecutorCluster cluster(2);
   std::vector<float> buffer(100000, 1.0f);
   NetJob job = cluster.job(0, 1, NetOpKind::AllReduce, 0x0b0b, 1);  // node 1 never joins
-  job.spec.dtype = kFloat32;
+  job.spec.dtype = Dtype{kFloat32};
   job.spec.count = buffer.size();
   job.spec.buffer = buffer.data();
   cluster.at(0).submit(std::move(job));
@@ -379,8 +379,8 @@ TEST(NetExecutorUcxTest, AllreduceBetweenTwoUcxTransports) {
       job.spec.self = node;
       job.spec.comm = 0x0c0c;
       job.spec.seq = static_cast<uint32_t>(count);
-      job.spec.dtype = kFloat32;
-      job.spec.redop = kSum;
+      job.spec.dtype = Dtype{kFloat32};
+      job.spec.redop = RedOp{kSum};
       job.spec.count = count;
       job.spec.buffer = buffers.back().data();
       job.nodes = addresses;

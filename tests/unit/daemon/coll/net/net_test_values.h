@@ -15,7 +15,7 @@
 
 namespace hc::coll::net::testing {
 
-// ncclDataType_t and ipc::RedOp values, spelled out here on purpose.
+// ncclDataType_t and RedOp values (common/vocabulary.h), spelled out here on purpose.
 enum : uint8_t { kInt8 = 0, kInt64 = 4, kFloat16 = 6, kFloat32 = 7, kFloat64 = 8, kBfloat16 = 9 };
 enum : uint8_t { kSum = 0, kProd, kMax, kMin, kAvg, kPreMulSum };
 inline const uint8_t kAllOps[] = {kSum, kProd, kMax, kMin, kAvg, kPreMulSum};

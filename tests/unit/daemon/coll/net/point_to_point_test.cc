@@ -34,14 +34,14 @@ void transfer(size_t nodes, uint32_t from, uint32_t to, uint8_t dtype, size_t co
   Guarded sent(data.size()), received(data.size());
   sent.assign(data);
   NetOpSpec send = cluster.spec(from, NetOpKind::Send);
-  send.dtype = dtype;
+  send.dtype = Dtype{dtype};
   send.root = to;
   send.count = count;
   send.buffer = sent.data();
   send.memory = lending.send;
   applyPipeline(send, pipeline);
   NetOpSpec recv = cluster.spec(to, NetOpKind::Recv);
-  recv.dtype = dtype;
+  recv.dtype = Dtype{dtype};
   recv.root = from;
   recv.count = count;
   recv.buffer = received.data();
@@ -164,8 +164,8 @@ TEST(ConcurrentOpsTest, TwoAllreducesInFlightOnTheSameNodesStayApart) {
       buffers.emplace_back(count * 4);
       buffers.back().assign(encode(kFloat32, inputs[op].back()));
       NetOpSpec spec = cluster.spec(node, NetOpKind::AllReduce);
-      spec.dtype = kFloat32;
-      spec.redop = kSum;
+      spec.dtype = Dtype{kFloat32};
+      spec.redop = RedOp{kSum};
       spec.count = count;
       spec.buffer = buffers.back().data();
       spec.options.allreduceAlgo = op == 0 ? AllreduceAlgo::Ring : AllreduceAlgo::RecursiveDoubling;

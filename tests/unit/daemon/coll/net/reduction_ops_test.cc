@@ -49,8 +49,8 @@ TEST_P(ReduceScatterTest, EachNodeHoldsTheReductionOfItsBlock) {
           buffers.emplace_back(layout.extent * elementBytes);
           buffers.back().assign(encode(dtype, inputs.back()));
           NetOpSpec spec = cluster.spec(node, NetOpKind::ReduceScatter);
-          spec.dtype = dtype;
-          spec.redop = op;
+          spec.dtype = Dtype{dtype};
+          spec.redop = RedOp{op};
           spec.finalDivisor = op == kAvg ? divisor : 0;
           spec.blockCounts = layout.counts;
           spec.blockOffsets = layout.offsets;
@@ -108,8 +108,8 @@ TEST_P(ReduceTest, RootHoldsTheReduction) {
             buffers.emplace_back(count * elementBytes);
             buffers.back().assign(encode(dtype, inputs.back()));
             NetOpSpec spec = cluster.spec(node, NetOpKind::Reduce);
-            spec.dtype = dtype;
-            spec.redop = op;
+            spec.dtype = Dtype{dtype};
+            spec.redop = RedOp{op};
             spec.finalDivisor = op == kAvg ? divisor : 0;
             spec.root = root;
             spec.count = count;

@@ -169,8 +169,8 @@ TEST(CudaProbeTest, KernelsThatDoNotLoadFallBackToStaging) {
   const void* inputs[] = {&in};
   void* outputs[] = {&out};
   ReduceWork work;
-  work.dtype = kernels::kDtypeFloat32;
-  work.redop = kernels::kRedopSum;
+  work.dtype = Dtype{kernels::kDtypeFloat32};
+  work.redop = RedOp{kernels::kRedopSum};
   work.inputs = inputs;
   work.outputs = outputs;
   work.nRanks = 1;

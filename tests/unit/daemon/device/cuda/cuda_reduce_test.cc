@@ -89,8 +89,8 @@ size_t reduceAndCompare(CudaDevice& device, StreamId stream, uint32_t dtype, uin
   for (size_t o = 0; o < shape.nOut; ++o) {
     refOut.push_back(shape.inPlace ? refInputs[o].data() : refOutputs[o].data());
   }
-  const coll::ReduceSpec spec{static_cast<uint8_t>(dtype),
-                              static_cast<uint8_t>(redop),
+  const coll::ReduceSpec spec{Dtype{static_cast<uint8_t>(dtype)},
+                              RedOp{static_cast<uint8_t>(redop)},
                               refIn.data(),
                               refIn.size(),
                               refOut.data(),
@@ -107,8 +107,8 @@ size_t reduceAndCompare(CudaDevice& device, StreamId stream, uint32_t dtype, uin
     out.push_back(shape.inPlace ? inputs[o].data() : outputs[o].data());
   }
   ReduceWork work;
-  work.dtype = static_cast<uint8_t>(dtype);
-  work.redop = static_cast<uint8_t>(redop);
+  work.dtype = Dtype{static_cast<uint8_t>(dtype)};
+  work.redop = RedOp{static_cast<uint8_t>(redop)};
   work.inputs = in;
   work.outputs = out;
   if (redop == kernels::kRedopPreMulSum) work.scalars = scalars;
@@ -168,8 +168,8 @@ TEST_F(CudaReduceFixture, RefusesNarrowFloatsBeyondOneLaunch) {
   uint16_t result = 0;
   void* out[] = {&result};
   ReduceWork work;
-  work.dtype = kernels::kDtypeFloat16;
-  work.redop = kernels::kRedopSum;
+  work.dtype = Dtype{kernels::kDtypeFloat16};
+  work.redop = RedOp{kernels::kRedopSum};
   work.inputs = in;
   work.outputs = out;
   work.nRanks = in.size();
@@ -184,8 +184,8 @@ TEST_F(CudaReduceFixture, RefusesMalformedWork) {
   const void* in[] = {&a};
   void* out[] = {&b};
   ReduceWork work;
-  work.dtype = kernels::kDtypeFloat32;
-  work.redop = kernels::kRedopSum;
+  work.dtype = Dtype{kernels::kDtypeFloat32};
+  work.redop = RedOp{kernels::kRedopSum};
   work.inputs = in;
   work.outputs = out;
   work.nRanks = 1;
@@ -194,10 +194,10 @@ TEST_F(CudaReduceFixture, RefusesMalformedWork) {
   noRanks.nRanks = 0;
   EXPECT_EQ(device_->reduceAsync(stream_, noRanks).code(), Code::InvalidArgument);
   ReduceWork badDtype = work;
-  badDtype.dtype = 12;
+  badDtype.dtype = Dtype{12};
   EXPECT_EQ(device_->reduceAsync(stream_, badDtype).code(), Code::InvalidArgument);
   ReduceWork preMulWithoutScalars = work;
-  preMulWithoutScalars.redop = kernels::kRedopPreMulSum;
+  preMulWithoutScalars.redop = RedOp{kernels::kRedopPreMulSum};
   EXPECT_EQ(device_->reduceAsync(stream_, preMulWithoutScalars).code(), Code::InvalidArgument);
   EXPECT_EQ(device_->reduceAsync(stream_ + 1, work).code(), Code::NotFound);
   ReduceWork nothing = work;

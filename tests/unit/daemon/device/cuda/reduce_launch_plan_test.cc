@@ -33,8 +33,8 @@ std::vector<void*> fakeOutputs(size_t n, uintptr_t base = 0x90000) {
 ReduceWork workOf(uint8_t dtype, uint8_t redop, const std::vector<const void*>& in,
                   const std::vector<void*>& out, size_t count = 4) {
   ReduceWork work;
-  work.dtype = dtype;
-  work.redop = redop;
+  work.dtype = Dtype{dtype};
+  work.redop = RedOp{redop};
   work.inputs = in;
   work.outputs = out;
   work.nRanks = in.size();
@@ -187,13 +187,13 @@ TEST(ReduceLaunchPlanTest, RefusesMalformedWork) {
   noRanks.nRanks = 0;
   EXPECT_TRUE(refused(noRanks));
   ReduceWork badDtype = good;
-  badDtype.dtype = kNumKernelDtypes;
+  badDtype.dtype = Dtype{kNumKernelDtypes};
   EXPECT_TRUE(refused(badDtype));
   ReduceWork badRedop = good;
-  badRedop.redop = kNumKernelRedops;
+  badRedop.redop = RedOp{kNumKernelRedops};
   EXPECT_TRUE(refused(badRedop));
   ReduceWork preMulWithoutScalars = good;
-  preMulWithoutScalars.redop = kRedopPreMulSum;
+  preMulWithoutScalars.redop = RedOp{kRedopPreMulSum};
   EXPECT_TRUE(refused(preMulWithoutScalars));
   const std::vector<const void*> nullInput = {in[0], nullptr};
   EXPECT_TRUE(refused(workOf(kDtypeInt32, kRedopSum, nullInput, out)));

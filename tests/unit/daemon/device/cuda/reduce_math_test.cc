@@ -63,8 +63,8 @@ size_t countMismatches(const Case& c, std::string* firstMismatch) {
   std::vector<void*> refOut;
   for (auto& out : refOutputs) refOut.push_back(out.data());
   if (c.inPlace) refOut[0] = refInputs[0].data();
-  coll::ReduceSpec spec{static_cast<uint8_t>(c.dtype),
-                        static_cast<uint8_t>(c.redop),
+  coll::ReduceSpec spec{Dtype{static_cast<uint8_t>(c.dtype)},
+                        RedOp{static_cast<uint8_t>(c.redop)},
                         refIn.data(),
                         refIn.size(),
                         refOut.data(),

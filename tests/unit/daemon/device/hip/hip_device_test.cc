@@ -25,8 +25,8 @@ namespace {
 using testing::FakeHipRuntime;
 namespace k = kernels;
 
-constexpr uint8_t kSum = 0, kAvg = 4, kPreMulSum = 5;  // ipc::RedOp
-const std::vector<uint8_t> kSomeImage = {1, 2, 3};     // the fake loads anything
+constexpr RedOp kSum = RedOp{0}, kAvg = RedOp{4}, kPreMulSum = RedOp{5};  // ncclRedOp_t values
+const std::vector<uint8_t> kSomeImage = {1, 2, 3};                        // the fake loads anything
 
 BufferHandle hipHandle(uint64_t size) {
   BufferHandle handle;
@@ -77,7 +77,8 @@ TEST_F(HipDeviceTest, ModuleThatDoesNotLoadFallsBackToStagingAndSaysWhy) {
   std::vector<int32_t> a(4, 1), out(4);
   const void* inputs[] = {a.data()};
   void* outputs[] = {out.data()};
-  ReduceWork work{k::kDtypeInt32, kSum, inputs, outputs, {}, 1, 4};
+  ReduceWork work{
+      static_cast<Dtype>(k::kDtypeInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 4};
   Status status = device->reduceAsync(*stream, work);
   EXPECT_EQ(status.code(), Code::DeviceError);
   EXPECT_NE(status.message().find("stage the reduction through host memory"), std::string::npos);
@@ -349,21 +350,27 @@ TEST_F(HipReduceTest, MoreInputsThanOneLaunchAreChainedExactly) {
     for (size_t i = 0; i < kCount; ++i) data[r][i] = static_cast<int32_t>(r * 1000 + i);
     inputs.push_back(data[r].data());
   }
-  for (uint8_t op : {kSum, kAvg}) {
+  for (RedOp op : {kSum, kAvg}) {
     runtime_.state().launches.clear();
     std::vector<int32_t> out(kCount, -1);
     void* outputs[] = {out.data()};
-    ReduceWork work{k::kDtypeInt32, op, inputs, outputs, {}, kRanks, kCount};
+    ReduceWork work{static_cast<Dtype>(k::kDtypeInt32),
+                    static_cast<RedOp>(op),
+                    inputs,
+                    outputs,
+                    {},
+                    kRanks,
+                    kCount};
     ASSERT_TRUE(device_->reduceAsync(stream_, work).isOk());
     ASSERT_EQ(runtime_.state().launches.size(), 2u);
     EXPECT_EQ(runtime_.state().launches[0].redop, uint32_t{k::kRedopSum});
-    EXPECT_EQ(runtime_.state().launches[1].redop, uint32_t{op});
+    EXPECT_EQ(runtime_.state().launches[1].redop, static_cast<uint32_t>(op));
     EXPECT_EQ(runtime_.state().launches[1].in[0], out.data()) << "partial first";
     for (size_t i = 0; i < kCount; ++i) {
       int64_t sum = 0;
       for (size_t r = 0; r < kRanks; ++r) sum += data[r][i];
       int64_t expected = op == kSum ? sum : sum / static_cast<int64_t>(kRanks);
-      ASSERT_EQ(out[i], expected) << "op " << int{op} << " element " << i;
+      ASSERT_EQ(out[i], expected) << "op " << int(op) << " element " << i;
     }
   }
 }
@@ -377,7 +384,13 @@ TEST_F(HipReduceTest, PartialAvoidsAnOutputThatIsALaterInput) {
   std::vector<float> spare(8);
   void* outputs[] = {data[17].data(), spare.data()};   // rank 17 in place, plus one more
   std::vector<uint64_t> scalars(kRanks, 0x40000000u);  // fp32 2.0
-  ReduceWork work{k::kDtypeFloat32, kPreMulSum, inputs, outputs, scalars, kRanks, 8};
+  ReduceWork work{static_cast<Dtype>(k::kDtypeFloat32),
+                  static_cast<RedOp>(kPreMulSum),
+                  inputs,
+                  outputs,
+                  scalars,
+                  kRanks,
+                  8};
   ASSERT_TRUE(device_->reduceAsync(stream_, work).isOk());
   ASSERT_EQ(runtime_.state().launches.size(), 2u);
   EXPECT_EQ(runtime_.state().launches[0].out[0], spare.data());
@@ -391,7 +404,8 @@ TEST_F(HipReduceTest, NarrowFloatsTakeAtMostSixteenInputs) {
   for (auto& d : data) inputs.push_back(d.data());
   std::vector<uint16_t> out(4);
   void* outputs[] = {out.data()};
-  ReduceWork work{k::kDtypeFloat16, kSum, inputs, outputs, {}, 17, 4};
+  ReduceWork work{
+      static_cast<Dtype>(k::kDtypeFloat16), static_cast<RedOp>(kSum), inputs, outputs, {}, 17, 4};
   EXPECT_EQ(device_->reduceAsync(stream_, work).code(), Code::InvalidArgument);
   EXPECT_TRUE(runtime_.state().launches.empty());
 }
@@ -402,7 +416,8 @@ TEST_F(HipReduceTest, OutputsBeyondSixteenGetCopiesOfTheFirst) {
   std::vector<std::vector<int64_t>> outs(18, std::vector<int64_t>(32));
   std::vector<void*> outputs;
   for (auto& o : outs) outputs.push_back(o.data());
-  ReduceWork work{k::kDtypeInt64, kSum, inputs, outputs, {}, 2, 32};
+  ReduceWork work{
+      static_cast<Dtype>(k::kDtypeInt64), static_cast<RedOp>(kSum), inputs, outputs, {}, 2, 32};
   ASSERT_TRUE(device_->reduceAsync(stream_, work).isOk());
   EXPECT_EQ(runtime_.state().launches.size(), 1u);
   EXPECT_EQ(runtime_.state().launches[0].nOut, k::kMaxKernelOutputs);
@@ -422,7 +437,10 @@ TEST_F(HipDeviceTest, GridCoversTheCountUpToEightBlocksPerComputeUnit) {
     const void* inputs[] = {a.data()};
     void* outputs[] = {out.data()};
     ASSERT_TRUE(
-        device->reduceAsync(stream, {k::kDtypeInt8, kSum, inputs, outputs, {}, 1, count}).isOk());
+        device
+            ->reduceAsync(stream,
+                          {static_cast<Dtype>(k::kDtypeInt8), kSum, inputs, outputs, {}, 1, count})
+            .isOk());
     EXPECT_EQ(runtime_.state().launchThreads.back(), 256u);
     unsigned expected = count == 100 ? 1u : count == 256 * 5 ? 5u : 16u;
     EXPECT_EQ(runtime_.state().launchBlocks.back(), expected) << count << " elements";
@@ -436,24 +454,39 @@ TEST_F(HipReduceTest, MalformedWorkIsRefusedBeforeAnyLaunch) {
   const void* nullInput[] = {nullptr};
   void* outputs[] = {out.data()};
   uint64_t oneScalar[] = {1};
-  EXPECT_EQ(device_->reduceAsync(stream_, {k::kDtypeInt32, kSum, {}, outputs, {}, 1, 4}).code(),
-            Code::InvalidArgument);
   EXPECT_EQ(
-      device_->reduceAsync(stream_, {k::kDtypeInt32, kSum, nullInput, outputs, {}, 1, 4}).code(),
+      device_
+          ->reduceAsync(stream_, {static_cast<Dtype>(k::kDtypeInt32), kSum, {}, outputs, {}, 1, 4})
+          .code(),
       Code::InvalidArgument);
-  EXPECT_EQ(device_->reduceAsync(stream_, {k::kDtypeInt32, kSum, inputs, outputs, {}, 0, 4}).code(),
-            Code::InvalidArgument);
-  EXPECT_EQ(device_->reduceAsync(stream_, {12, kSum, inputs, outputs, {}, 1, 4}).code(),
+  EXPECT_EQ(
+      device_
+          ->reduceAsync(stream_,
+                        {static_cast<Dtype>(k::kDtypeInt32), kSum, nullInput, outputs, {}, 1, 4})
+          .code(),
+      Code::InvalidArgument);
+  EXPECT_EQ(device_
+                ->reduceAsync(stream_,
+                              {static_cast<Dtype>(k::kDtypeInt32), kSum, inputs, outputs, {}, 0, 4})
+                .code(),
             Code::InvalidArgument);
   EXPECT_EQ(
-      device_->reduceAsync(stream_, {k::kDtypeInt32, kPreMulSum, inputs, outputs, {}, 1, 4}).code(),
+      device_
+          ->reduceAsync(stream_,
+                        {static_cast<Dtype>(k::kDtypeInt32), kPreMulSum, inputs, outputs, {}, 1, 4})
+          .code(),
       Code::InvalidArgument);
   const void* two[] = {a.data(), a.data()};
+  EXPECT_EQ(device_
+                ->reduceAsync(stream_, {static_cast<Dtype>(k::kDtypeInt32), kSum, two, outputs,
+                                        oneScalar, 2, 4})
+                .code(),
+            Code::InvalidArgument);
   EXPECT_EQ(
-      device_->reduceAsync(stream_, {k::kDtypeInt32, kSum, two, outputs, oneScalar, 2, 4}).code(),
-      Code::InvalidArgument);
-  EXPECT_EQ(device_->reduceAsync(99, {k::kDtypeInt32, kSum, inputs, outputs, {}, 1, 4}).code(),
-            Code::NotFound);
+      device_
+          ->reduceAsync(99, {static_cast<Dtype>(k::kDtypeInt32), kSum, inputs, outputs, {}, 1, 4})
+          .code(),
+      Code::NotFound);
   EXPECT_TRUE(runtime_.state().launches.empty());
 }
 

@@ -195,8 +195,16 @@ TEST_F(SimDeviceImportTest, ReduceBuffersMustStayInsideAnImport) {
   std::vector<int32_t> host(2048);
   const void* inputs[] = {host.data(), imported->ptr};
   void* outputs[] = {host.data()};
-  EXPECT_TRUE(device.reduceAsync(stream, ReduceWork{2, 0, inputs, outputs, {}, 2, 1024}).isOk());
-  Status s = device.reduceAsync(stream, ReduceWork{2, 0, inputs, outputs, {}, 2, 1025});
+  EXPECT_TRUE(
+      device
+          .reduceAsync(
+              stream,
+              ReduceWork{
+                  static_cast<Dtype>(2), static_cast<RedOp>(0), inputs, outputs, {}, 2, 1024})
+          .isOk());
+  Status s = device.reduceAsync(
+      stream,
+      ReduceWork{static_cast<Dtype>(2), static_cast<RedOp>(0), inputs, outputs, {}, 2, 1025});
   EXPECT_EQ(s.code(), Code::InvalidArgument);
   EXPECT_TRUE(mentions(s, "reduce input")) << s.message();
   EXPECT_TRUE(device.synchronize(stream).isOk());

@@ -101,8 +101,14 @@ TEST_F(SimDeviceTest, UnknownOrDestroyedStreamIsNotFound) {
   int32_t x = 1;
   const void* inputs[] = {&x};
   void* outputs[] = {&x};
-  EXPECT_EQ(device_.reduceAsync(other, ReduceWork{kInt32, kSum, inputs, outputs, {}, 1, 1}).code(),
-            Code::NotFound);
+  EXPECT_EQ(
+      device_
+          .reduceAsync(
+              other,
+              ReduceWork{
+                  static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 1})
+          .code(),
+      Code::NotFound);
 }
 
 TEST_F(SimDeviceTest, ReduceRunsTheGivenKernelOnTheStreamsWorker) {
@@ -116,7 +122,8 @@ TEST_F(SimDeviceTest, ReduceRunsTheGivenKernelOnTheStreamsWorker) {
     // The descriptor's arrays die before the work runs: the device must have copied them.
     std::vector<const void*> inputs = {a.data(), b.data(), c.data()};
     std::vector<void*> outputs = {out.data(), a.data()};  // in place over input 0 as well
-    ReduceWork work{kInt32, kSum, inputs, outputs, {}, 3, kCount};
+    ReduceWork work{
+        static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 3, kCount};
     gate_.open = false;
     ASSERT_TRUE(device_.reduceAsync(stream_, work).isOk());
     std::fill(inputs.begin(), inputs.end(), nullptr);
@@ -140,8 +147,8 @@ TEST_F(SimDeviceTest, ReduceRejectsMalformedWork) {
   void* outputs[] = {&y};
   const uint64_t oneScalar[] = {1};
   ReduceWork work;
-  work.dtype = kInt32;
-  work.redop = kSum;
+  work.dtype = Dtype{kInt32};
+  work.redop = RedOp{kSum};
   work.nRanks = 2;
   work.count = 1;
   work.outputs = outputs;
@@ -165,7 +172,7 @@ TEST(SimDeviceNoKernelTest, ReduceIsADeviceErrorAndSaysSoUpFront) {
   int32_t x = 1;
   const void* inputs[] = {&x};
   void* outputs[] = {&x};
-  ReduceWork work{kInt32, kSum, inputs, outputs, {}, 1, 1};
+  ReduceWork work{static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 1};
   EXPECT_EQ(device.reduceAsync(stream, work).code(), Code::DeviceError);
   EXPECT_TRUE(device.destroyStream(stream).isOk());
 }
@@ -179,13 +186,25 @@ TEST_F(SimDeviceTest, StreamRunsOpsInEnqueueOrder) {
   ASSERT_TRUE(device_.copyAsync(stream_, b.data(), a.data(), bytes).isOk());  // b = 5
   const void* inputs[] = {a.data(), b.data()};
   void* outputs[] = {c.data()};
-  ASSERT_TRUE(device_.reduceAsync(stream_, ReduceWork{kInt32, kSum, inputs, outputs, {}, 2, kCount})
+  ASSERT_TRUE(device_
+                  .reduceAsync(stream_, ReduceWork{static_cast<Dtype>(kInt32),
+                                                   static_cast<RedOp>(kSum),
+                                                   inputs,
+                                                   outputs,
+                                                   {},
+                                                   2,
+                                                   kCount})
                   .isOk());                                                   // c = 10
   ASSERT_TRUE(device_.copyAsync(stream_, d.data(), c.data(), bytes).isOk());  // d = 10
   const void* again[] = {d.data(), c.data(), b.data()};
   void* into[] = {a.data()};
-  ASSERT_TRUE(device_.reduceAsync(stream_, ReduceWork{kInt32, kMax, again, into, {}, 3, kCount})
-                  .isOk());  // a = 10
+  ASSERT_TRUE(
+      device_
+          .reduceAsync(
+              stream_,
+              ReduceWork{
+                  static_cast<Dtype>(kInt32), static_cast<RedOp>(kMax), again, into, {}, 3, kCount})
+          .isOk());  // a = 10
   Result<EventId> event = device_.recordEvent(stream_);
   ASSERT_TRUE(event.isOk());
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -211,7 +230,12 @@ TEST_F(SimDeviceTest, EventsCompleteWithTheirWorkAndReleaseOnce) {
   void* outputs[] = {&x};
   gate_.open = false;
   ASSERT_TRUE(
-      device_.reduceAsync(stream_, ReduceWork{kInt32, kSum, inputs, outputs, {}, 1, 1}).isOk());
+      device_
+          .reduceAsync(
+              stream_,
+              ReduceWork{
+                  static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 1})
+          .isOk());
   Result<EventId> pending = device_.recordEvent(stream_);
   ASSERT_TRUE(pending.isOk());
   EXPECT_NE(*empty, *pending);

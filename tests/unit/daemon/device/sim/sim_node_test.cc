@@ -68,7 +68,12 @@ TEST(SimNodeTest, TheKernelFaultsAndTimingReachEveryDevice) {
     StreamId fresh = *device->createStream();
     const void* inputs[] = {&a};
     void* outputs[] = {&b};
-    ASSERT_TRUE(device->reduceAsync(fresh, ReduceWork{2, 0, inputs, outputs, {}, 1, 1}).isOk());
+    ASSERT_TRUE(
+        device
+            ->reduceAsync(
+                fresh,
+                ReduceWork{static_cast<Dtype>(2), static_cast<RedOp>(0), inputs, outputs, {}, 1, 1})
+            .isOk());
     EXPECT_TRUE(device->synchronize(fresh).isOk());
     EXPECT_TRUE(device->destroyStream(fresh).isOk());
   }

@@ -14,9 +14,9 @@
 
 namespace hc::device::testing {
 
-constexpr uint8_t kInt32 = 2;  // ncclInt32
-constexpr uint8_t kSum = 0;    // ipc::RedOp::Sum
-constexpr uint8_t kMax = 2;    // ipc::RedOp::Max
+constexpr Dtype kInt32 = Dtype{2};  // ncclInt32
+constexpr RedOp kSum = RedOp{0};    // ncclSum
+constexpr RedOp kMax = RedOp{2};    // ncclMax
 
 // While closed, a kernel call blocks (sleeping 1 ms at a time, 20 s at most, so a broken test
 // fails instead of hanging).
@@ -45,7 +45,7 @@ struct TestKernel {
       int32_t acc = static_cast<const int32_t*>(work.inputs[0])[e];
       for (size_t i = 1; i < work.inputs.size(); ++i) {
         int32_t x = static_cast<const int32_t*>(work.inputs[i])[e];
-        acc = work.redop == kMax ? std::max(acc, x) : acc + x;
+        acc = work.redop == static_cast<RedOp>(kMax) ? std::max(acc, x) : acc + x;
       }
       for (void* out : work.outputs) static_cast<int32_t*>(out)[e] = acc;
     }
