@@ -5,7 +5,9 @@
 #
 # Components: `daemon` (hetero-commd, units, sample config, hetero-commd(8) and
 # hetero-commd.toml(5)), `tools` (hcctl, hc-perf and their pages), `runtime`
-# (libhcclient.so.1), `dev` (headers, libhcclient.so, CMake package, pkg-config file).
+# (libhcclient.so.1), `dev` (headers, libhcclient.so, CMake package, pkg-config file); shim/
+# adds `shim` (libnccl.so.2 and librccl.so.1 in a private folder) and python/ adds `python`.
+# cmake/HcPackaging.cmake makes one Debian package of each.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -104,6 +106,7 @@ MANDIR=@CMAKE_INSTALL_MANDIR@
 UNITDIR=@HC_SYSTEMD_UNIT_DIR@
 SYSUSERSDIR=@HC_SYSUSERS_DIR@
 TMPFILESDIR=@HC_TMPFILES_DIR@
+SHIMDIR=@HC_SHIM_INSTALL_DIR@
 ]=])
 # hc_install_configured(TEMPLATE OUTPUT_NAME DESTINATION COMPONENT): configure TEMPLATE at
 # install time (see above) and install the result as DESTINATION/OUTPUT_NAME.
@@ -130,6 +133,13 @@ Cflags: -I${includedir}
 ]=])
   hc_install_configured(${_hc_gen}/hetero-comm.pc.in hetero-comm.pc
     ${CMAKE_INSTALL_LIBDIR}/pkgconfig dev)
+endif()
+
+# hetero-comm-nccl(7): the shim's private folder and how a job loads it (LD_LIBRARY_PATH,
+# LD_PRELOAD), with the libdir of this installation.
+if(TARGET hcnccl)
+  hc_install_configured(${PROJECT_SOURCE_DIR}/shim/hetero-comm-nccl.7.in hetero-comm-nccl.7
+    ${CMAKE_INSTALL_MANDIR}/man7 shim)
 endif()
 
 if(TARGET hetero-commd)

@@ -2,7 +2,7 @@
 # `cmake --install BUILD --prefix STAGE` into an empty folder, then check every file lands where
 # hetero-comm documents it: daemon in sbin, libhcclient with its soname links, headers, CMake
 # package, pkg-config file, units with ExecStart naming the staged daemon, sysusers.d,
-# tmpfiles.d, the sample configuration and the manual pages. The other packaging tests inspect
+# tmpfiles.d, the sample configuration, the manual pages and the shim's private folder. The other packaging tests inspect
 # this stage.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -64,6 +64,18 @@ real=$(readlink -f "$stage/$libdir/libhcclient.so")
 if command -v readelf >/dev/null; then
   soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
   [ "$soname" = "libhcclient.so.1" ] || fail "soname is '$soname', not libhcclient.so.1"
+fi
+
+# The shim in its private folder, with the client library reachable beside it, and never in the
+# libdir itself, where it would replace NVIDIA's libnccl.so.2 for every program.
+if [ -d "$build/shim/lib" ]; then
+  shimdir=$(install_dir "$build" SHIMDIR)
+  for lib in libnccl.so.2 librccl.so.1; do
+    expect_file "$shimdir/$lib"
+    [ ! -e "$stage/$libdir/$lib" ] || fail "$lib is in $libdir, on the default library path"
+  done
+  [ -f "$stage/$shimdir/libhcclient.so.1" ] || fail "no libhcclient.so.1 reachable in $shimdir"
+  expect_file "$mandir/man7/hetero-comm-nccl.7"
 fi
 
 # Installed files must not point back into the build tree (the stage itself lives in it).

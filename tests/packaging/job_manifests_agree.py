@@ -8,7 +8,7 @@ Volcano Job):
   lists them, and the short names in README.md's table) or one README.md says clients read;
 - HC_SOCKET is the DaemonSet's --socket, and its folder is a hostPath of the DaemonSet's host
   folder;
-- SHIM_LIBRARY is the vendor's library as shim/README.md names it, in the libdir of the install
+- SHIM_LIBRARY is the vendor's library as shim/README.md names it, in the shim's folder of the install
   deploy/kubernetes/README.md describes; PYTHONPATH is that install's HC_PYTHON_INSTALL_DIR;
 - DDP_BACKEND is python/'s backend name or "nccl"; the workload comes from the ConfigMap the
   README creates from python/examples, with flags the example has;
@@ -101,7 +101,8 @@ check("HC_PYTHON_INSTALL_DIR" in read("python", "CMakeLists.txt"),
       "python/CMakeLists.txt has no HC_PYTHON_INSTALL_DIR")
 prefix = prefix.group(1) if prefix else ""
 pydir = pydir.group(1) if pydir else ""
-libdir = posixpath.join(prefix, "lib")
+# The shim's private folder under the image's prefix (shim/CMakeLists.txt: <libdir>/hetero-comm).
+libdir = posixpath.join(prefix, "lib", "hetero-comm")
 shim_lib = {"nvidia": "libnccl.so.2", "amd": "librccl.so.1"}
 for name in shim_lib.values():
     check(f"`{name}`" in shim_readme, f"shim/README.md does not name {name}")

@@ -18,7 +18,7 @@ need_tool() {
 }
 
 # install_dir BUILD_DIR NAME: where NAME (LIBDIR, SBINDIR, INCLUDEDIR, DOCDIR, MANDIR, UNITDIR,
-# SYSUSERSDIR, TMPFILESDIR) goes, relative to the prefix, as cmake/HcInstall.cmake recorded it.
+# SYSUSERSDIR, TMPFILESDIR, SHIMDIR) goes, relative to the prefix, as cmake/HcInstall.cmake recorded it.
 install_dir() {
   local file=$1/hc-install/install-dirs.txt value
   [ -f "$file" ] || fail "$file is missing (cmake/HcInstall.cmake writes it)"
