@@ -1,6 +1,11 @@
 # Warnings and sanitizers shared by every target of the project.
 add_compile_options(-Wall -Wextra -Wno-missing-field-initializers)
 if(HC_SANITIZE)
+  # Both keep their own shadow of every byte: the runtimes refuse to be linked together.
+  if(HC_SANITIZE MATCHES "thread" AND HC_SANITIZE MATCHES "address")
+    message(FATAL_ERROR "HC_SANITIZE=${HC_SANITIZE}: ThreadSanitizer cannot be combined with "
+                        "AddressSanitizer (use address,undefined or thread)")
+  endif()
   add_compile_options(-fsanitize=${HC_SANITIZE} -fno-omit-frame-pointer)
   add_link_options(-fsanitize=${HC_SANITIZE})
   # A finding that only prints would pass ctest: undefined behaviour stops the process.

@@ -109,9 +109,16 @@ StagedEnd stagedEnd(Cluster& cluster, bool send, device::Device& d, TransferLane
   return end;
 }
 
+// The lanes of the two ends of a transfer. The ends progress on threads of their own, as two
+// daemons would, and a TransferLanes belongs to one progress thread: one each.
+struct EndLanes {
+  TransferLanes sender;
+  TransferLanes receiver;
+};
+
 // One device-to-device transfer from `from` to `to`, checked: both ends succeed, the receiving
 // device holds the data (#wrong 0), and no staging was written past its end.
-void expectTransfer(device::Device& from, device::Device& to, TransferLanes& lanes, size_t count,
+void expectTransfer(device::Device& from, device::Device& to, EndLanes& lanes, size_t count,
                     const Chunking& c, size_t minTail = 0) {
   SCOPED_TRACE("count " + std::to_string(count) + ", copies of " + std::to_string(c.copy) +
                ", wire chunks of " + std::to_string(c.wire) + ", ring " + std::to_string(c.ring) +
@@ -121,8 +128,8 @@ void expectTransfer(device::Device& from, device::Device& to, TransferLanes& lan
     cluster.endpoint(n).claimMemory({transport::MemoryKind::Cuda}, minTail);
   }
   const std::vector<uint8_t> data = seeded(count, count + 11);
-  StagedEnd sender = stagedEnd(cluster, true, from, lanes, count, c);
-  StagedEnd receiver = stagedEnd(cluster, false, to, lanes, count, c);
+  StagedEnd sender = stagedEnd(cluster, true, from, lanes.sender, count, c);
+  StagedEnd receiver = stagedEnd(cluster, false, to, lanes.receiver, count, c);
   ASSERT_TRUE(sender.op && receiver.op);
   if (!data.empty()) std::memcpy(sender.onDevice, data.data(), data.size());
   std::vector<Outcome> outcomes = cluster.runThreaded({sender.op.get(), receiver.op.get()});
@@ -139,7 +146,7 @@ TEST(StagedTransferTest, DeviceToDeviceArrivesWholeAtEverySizeAndChunking) {
   // receive reported final before its copies ran would leave kFill in the device.
   auto nvidia = simDevice(device::Vendor::Nvidia, 300);
   auto amd = simDevice(device::Vendor::Amd, 300);
-  TransferLanes lanes;
+  EndLanes lanes;
   for (const Chunking c : {Chunking{4096, 1000}, Chunking{1000, 4096}, Chunking{65536, 65536}}) {
     for (size_t count : {0, 1, 7, 1023, 4097, 100003}) {
       expectTransfer(*nvidia, *amd, lanes, count, c);
@@ -154,7 +161,7 @@ TEST(StagedTransferTest, ALongTransferGoesThroughARingOfStaging) {
   // make the wire's last chunk longer than the others, across the end of the ring.
   auto nvidia = simDevice(device::Vendor::Nvidia, 300);
   auto amd = simDevice(device::Vendor::Amd, 300);
-  TransferLanes lanes;
+  EndLanes lanes;
   const Chunking ring{4096, 1024, 16384};
   for (size_t count : {100003, 102400, 102401, 102450, 4096 * 5 + 10}) {
     expectTransfer(*nvidia, *amd, lanes, count, ring, 300);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "common/numerics/narrow_float_reference.h"
+
 namespace hc::coll::net::testing {
 namespace {
 
@@ -19,7 +21,12 @@ uint16_t toBfloat16(float value) {
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
 }
-uint16_t toFloat16(float value) { return std::bit_cast<uint16_t>(static_cast<_Float16>(value)); }
+// float -> float16 by the checkers' reference codec: clang 14 (the sanitizer builds) has no
+// _Float16 on x86-64.
+uint16_t toFloat16(float value) {
+  return static_cast<uint16_t>(
+      numerics::reference::encodeMiniFloat(numerics::reference::kHalfFormat, value));
+}
 
 // One float result in dtype. Values reach here exact, except Avg's, which arrive as the fp32
 // product for the narrow types: rounding it once more to 16 bits is what the kernels do.

@@ -1,7 +1,8 @@
 // Test data for the NetOp tests: dtype and operator codes written out independently of the
 // library, seeded inputs whose reductions are exact in any order (small integers for floats,
 // the full range for int64, where wrapping is exact), the reference reduction, and encoders to
-// the dtypes' bytes that do not use the library (GCC's _Float16; bfloat16 rounded by hand).
+// the dtypes' bytes that do not use the library (float16 by common/numerics' reference codec;
+// bfloat16 rounded by hand).
 #pragma once
 
 #include <gtest/gtest.h>
