@@ -29,7 +29,7 @@ struct TestKernel {
       int32_t acc = static_cast<const int32_t*>(work.inputs[0])[e];
       for (size_t i = 1; i < work.inputs.size(); ++i) {
         int32_t x = static_cast<const int32_t*>(work.inputs[i])[e];
-        acc = work.redop == static_cast<RedOp>(kMax) ? std::max(acc, x) : acc + x;
+        acc = work.redop == kMax ? std::max(acc, x) : acc + x;
       }
       for (void* out : work.outputs) static_cast<int32_t*>(out)[e] = acc;
     }
@@ -150,7 +150,7 @@ TEST(HostDeviceNoKernelTest, ReduceIsADeviceErrorAndSaysSoUpFront) {
   int32_t x = 1;
   const void* inputs[] = {&x};
   void* outputs[] = {&x};
-  ReduceWork work{static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 1};
+  ReduceWork work{kInt32, kSum, inputs, outputs, {}, 1, 1};
   EXPECT_EQ(device.reduceAsync(stream, work).code(), Code::DeviceError);
   EXPECT_TRUE(device.destroyStream(stream).isOk());
 }
@@ -163,14 +163,12 @@ TEST_F(HostDeviceTest, StreamRunsOpsInEnqueueOrder) {
   ASSERT_TRUE(device_.copyAsync(stream_, b.data(), a.data(), bytes).isOk());  // b = 5
   const void* inputs[] = {a.data(), b.data()};
   void* outputs[] = {c.data()};
-  ReduceWork work{
-      static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 2, kCount};
+  ReduceWork work{kInt32, kSum, inputs, outputs, {}, 2, kCount};
   ASSERT_TRUE(device_.reduceAsync(stream_, work).isOk());                     // c = 10
   ASSERT_TRUE(device_.copyAsync(stream_, d.data(), c.data(), bytes).isOk());  // d = 10
   const void* again[] = {d.data(), c.data(), b.data()};
   void* into[] = {a.data()};
-  ReduceWork work2{
-      static_cast<Dtype>(kInt32), static_cast<RedOp>(kMax), again, into, {}, 3, kCount};
+  ReduceWork work2{kInt32, kMax, again, into, {}, 3, kCount};
   ASSERT_TRUE(device_.reduceAsync(stream_, work2).isOk());  // a = 10
   Result<EventId> event = device_.recordEvent(stream_);
   ASSERT_TRUE(event.isOk());

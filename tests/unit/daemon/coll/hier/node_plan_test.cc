@@ -54,31 +54,8 @@ struct OpCase {
   AllreduceAlgo algo = AllreduceAlgo::Auto;
 };
 
-const char* typeLabel(OpType type) {
-  switch (type) {
-    case OpType::AllReduce:
-      return "allreduce";
-    case OpType::Broadcast:
-      return "broadcast";
-    case OpType::Reduce:
-      return "reduce";
-    case OpType::AllGather:
-      return "allgather";
-    case OpType::ReduceScatter:
-      return "reducescatter";
-    case OpType::Gather:
-      return "gather";
-    case OpType::Scatter:
-      return "scatter";
-    case OpType::AllToAll:
-      return "alltoall";
-    default:
-      return "op";
-  }
-}
-
 std::string label(const OpCase& c, const char* placement) {
-  std::string s = typeLabel(c.type);
+  std::string s = opName(c.type);
   if (isReduction(c.type)) s += " " + opLabel(c.redop);
   s += " " + dtypeLabel(c.dtype) + " count " + std::to_string(c.count);
   if (hasRoot(c.type)) s += " root " + std::to_string(c.root);
@@ -250,7 +227,7 @@ class NodePlanTest : public ::testing::TestWithParam<NamedPlacement> {
         for (uint64_t s = 0; s < n; ++s) append(want, slice(input[s], esz, ur * c.count, c.count));
         return memory.expectAtRecv(want);
       default:
-        ADD_FAILURE() << "test bug: no expectation for " << typeLabel(c.type);
+        ADD_FAILURE() << "test bug: no expectation for " << opName(c.type);
     }
   }
 

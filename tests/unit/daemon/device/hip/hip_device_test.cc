@@ -77,8 +77,7 @@ TEST_F(HipDeviceTest, ModuleThatDoesNotLoadFallsBackToStagingAndSaysWhy) {
   std::vector<int32_t> a(4, 1), out(4);
   const void* inputs[] = {a.data()};
   void* outputs[] = {out.data()};
-  ReduceWork work{
-      static_cast<Dtype>(k::kDtypeInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 4};
+  ReduceWork work{static_cast<Dtype>(k::kDtypeInt32), kSum, inputs, outputs, {}, 1, 4};
   Status status = device->reduceAsync(*stream, work);
   EXPECT_EQ(status.code(), Code::DeviceError);
   EXPECT_NE(status.message().find("stage the reduction through host memory"), std::string::npos);
@@ -384,13 +383,8 @@ TEST_F(HipReduceTest, PartialAvoidsAnOutputThatIsALaterInput) {
   std::vector<float> spare(8);
   void* outputs[] = {data[17].data(), spare.data()};   // rank 17 in place, plus one more
   std::vector<uint64_t> scalars(kRanks, 0x40000000u);  // fp32 2.0
-  ReduceWork work{static_cast<Dtype>(k::kDtypeFloat32),
-                  static_cast<RedOp>(kPreMulSum),
-                  inputs,
-                  outputs,
-                  scalars,
-                  kRanks,
-                  8};
+  ReduceWork work{
+      static_cast<Dtype>(k::kDtypeFloat32), kPreMulSum, inputs, outputs, scalars, kRanks, 8};
   ASSERT_TRUE(device_->reduceAsync(stream_, work).isOk());
   ASSERT_EQ(runtime_.state().launches.size(), 2u);
   EXPECT_EQ(runtime_.state().launches[0].out[0], spare.data());
@@ -404,8 +398,7 @@ TEST_F(HipReduceTest, NarrowFloatsTakeAtMostSixteenInputs) {
   for (auto& d : data) inputs.push_back(d.data());
   std::vector<uint16_t> out(4);
   void* outputs[] = {out.data()};
-  ReduceWork work{
-      static_cast<Dtype>(k::kDtypeFloat16), static_cast<RedOp>(kSum), inputs, outputs, {}, 17, 4};
+  ReduceWork work{static_cast<Dtype>(k::kDtypeFloat16), kSum, inputs, outputs, {}, 17, 4};
   EXPECT_EQ(device_->reduceAsync(stream_, work).code(), Code::InvalidArgument);
   EXPECT_TRUE(runtime_.state().launches.empty());
 }
@@ -416,8 +409,7 @@ TEST_F(HipReduceTest, OutputsBeyondSixteenGetCopiesOfTheFirst) {
   std::vector<std::vector<int64_t>> outs(18, std::vector<int64_t>(32));
   std::vector<void*> outputs;
   for (auto& o : outs) outputs.push_back(o.data());
-  ReduceWork work{
-      static_cast<Dtype>(k::kDtypeInt64), static_cast<RedOp>(kSum), inputs, outputs, {}, 2, 32};
+  ReduceWork work{static_cast<Dtype>(k::kDtypeInt64), kSum, inputs, outputs, {}, 2, 32};
   ASSERT_TRUE(device_->reduceAsync(stream_, work).isOk());
   EXPECT_EQ(runtime_.state().launches.size(), 1u);
   EXPECT_EQ(runtime_.state().launches[0].nOut, k::kMaxKernelOutputs);

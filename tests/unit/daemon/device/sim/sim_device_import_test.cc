@@ -196,15 +196,10 @@ TEST_F(SimDeviceImportTest, ReduceBuffersMustStayInsideAnImport) {
   const void* inputs[] = {host.data(), imported->ptr};
   void* outputs[] = {host.data()};
   EXPECT_TRUE(
-      device
-          .reduceAsync(
-              stream,
-              ReduceWork{
-                  static_cast<Dtype>(2), static_cast<RedOp>(0), inputs, outputs, {}, 2, 1024})
+      device.reduceAsync(stream, ReduceWork{Dtype::Int32, RedOp::Sum, inputs, outputs, {}, 2, 1024})
           .isOk());
-  Status s = device.reduceAsync(
-      stream,
-      ReduceWork{static_cast<Dtype>(2), static_cast<RedOp>(0), inputs, outputs, {}, 2, 1025});
+  Status s = device.reduceAsync(stream,
+                                ReduceWork{Dtype::Int32, RedOp::Sum, inputs, outputs, {}, 2, 1025});
   EXPECT_EQ(s.code(), Code::InvalidArgument);
   EXPECT_TRUE(mentions(s, "reduce input")) << s.message();
   EXPECT_TRUE(device.synchronize(stream).isOk());

@@ -106,37 +106,21 @@ TEST_F(SimPeerTest, KernelsTouchTheirOwnDevicesMemoryOnly) {
 
   const void* fromPeer[] = {mine, peers};
   void* intoMine[] = {mine};
-  Status read = nvidia0_.reduceAsync(
-      stream,
-      ReduceWork{
-          static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), fromPeer, intoMine, {}, 2, kCount});
+  Status read =
+      nvidia0_.reduceAsync(stream, ReduceWork{kInt32, kSum, fromPeer, intoMine, {}, 2, kCount});
   EXPECT_EQ(read.code(), Code::InvalidArgument);
   EXPECT_NE(read.message().find("sim nvidia:1"), std::string::npos) << read.message();
   const void* own[] = {mine, mine};
   void* intoPeer[] = {peers};
-  EXPECT_EQ(nvidia0_
-                .reduceAsync(stream, ReduceWork{static_cast<Dtype>(kInt32),
-                                                static_cast<RedOp>(kSum),
-                                                own,
-                                                intoPeer,
-                                                {},
-                                                2,
-                                                kCount})
-                .code(),
-            Code::InvalidArgument);
+  EXPECT_EQ(
+      nvidia0_.reduceAsync(stream, ReduceWork{kInt32, kSum, own, intoPeer, {}, 2, kCount}).code(),
+      Code::InvalidArgument);
 
   // Its own memory, and host memory (which belongs to no device), are fine.
   const void* allowed[] = {mine, host.data()};
   void* into[] = {out.data()};
-  ASSERT_TRUE(nvidia0_
-                  .reduceAsync(stream, ReduceWork{static_cast<Dtype>(kInt32),
-                                                  static_cast<RedOp>(kSum),
-                                                  allowed,
-                                                  into,
-                                                  {},
-                                                  2,
-                                                  kCount})
-                  .isOk());
+  ASSERT_TRUE(
+      nvidia0_.reduceAsync(stream, ReduceWork{kInt32, kSum, allowed, into, {}, 2, kCount}).isOk());
   ASSERT_TRUE(nvidia0_.synchronize(stream).isOk());
   EXPECT_EQ(out, std::vector<int32_t>(kCount, 4));
   EXPECT_TRUE(nvidia0_.freeDevice(mine).isOk());

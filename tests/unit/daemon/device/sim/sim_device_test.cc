@@ -101,14 +101,8 @@ TEST_F(SimDeviceTest, UnknownOrDestroyedStreamIsNotFound) {
   int32_t x = 1;
   const void* inputs[] = {&x};
   void* outputs[] = {&x};
-  EXPECT_EQ(
-      device_
-          .reduceAsync(
-              other,
-              ReduceWork{
-                  static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 1})
-          .code(),
-      Code::NotFound);
+  EXPECT_EQ(device_.reduceAsync(other, ReduceWork{kInt32, kSum, inputs, outputs, {}, 1, 1}).code(),
+            Code::NotFound);
 }
 
 TEST_F(SimDeviceTest, ReduceRunsTheGivenKernelOnTheStreamsWorker) {
@@ -122,8 +116,7 @@ TEST_F(SimDeviceTest, ReduceRunsTheGivenKernelOnTheStreamsWorker) {
     // The descriptor's arrays die before the work runs: the device must have copied them.
     std::vector<const void*> inputs = {a.data(), b.data(), c.data()};
     std::vector<void*> outputs = {out.data(), a.data()};  // in place over input 0 as well
-    ReduceWork work{
-        static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 3, kCount};
+    ReduceWork work{kInt32, kSum, inputs, outputs, {}, 3, kCount};
     gate_.open = false;
     ASSERT_TRUE(device_.reduceAsync(stream_, work).isOk());
     std::fill(inputs.begin(), inputs.end(), nullptr);
@@ -172,7 +165,7 @@ TEST(SimDeviceNoKernelTest, ReduceIsADeviceErrorAndSaysSoUpFront) {
   int32_t x = 1;
   const void* inputs[] = {&x};
   void* outputs[] = {&x};
-  ReduceWork work{static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 1};
+  ReduceWork work{kInt32, kSum, inputs, outputs, {}, 1, 1};
   EXPECT_EQ(device.reduceAsync(stream, work).code(), Code::DeviceError);
   EXPECT_TRUE(device.destroyStream(stream).isOk());
 }
@@ -186,25 +179,13 @@ TEST_F(SimDeviceTest, StreamRunsOpsInEnqueueOrder) {
   ASSERT_TRUE(device_.copyAsync(stream_, b.data(), a.data(), bytes).isOk());  // b = 5
   const void* inputs[] = {a.data(), b.data()};
   void* outputs[] = {c.data()};
-  ASSERT_TRUE(device_
-                  .reduceAsync(stream_, ReduceWork{static_cast<Dtype>(kInt32),
-                                                   static_cast<RedOp>(kSum),
-                                                   inputs,
-                                                   outputs,
-                                                   {},
-                                                   2,
-                                                   kCount})
+  ASSERT_TRUE(device_.reduceAsync(stream_, ReduceWork{kInt32, kSum, inputs, outputs, {}, 2, kCount})
                   .isOk());                                                   // c = 10
   ASSERT_TRUE(device_.copyAsync(stream_, d.data(), c.data(), bytes).isOk());  // d = 10
   const void* again[] = {d.data(), c.data(), b.data()};
   void* into[] = {a.data()};
-  ASSERT_TRUE(
-      device_
-          .reduceAsync(
-              stream_,
-              ReduceWork{
-                  static_cast<Dtype>(kInt32), static_cast<RedOp>(kMax), again, into, {}, 3, kCount})
-          .isOk());  // a = 10
+  ASSERT_TRUE(device_.reduceAsync(stream_, ReduceWork{kInt32, kMax, again, into, {}, 3, kCount})
+                  .isOk());  // a = 10
   Result<EventId> event = device_.recordEvent(stream_);
   ASSERT_TRUE(event.isOk());
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -230,12 +211,7 @@ TEST_F(SimDeviceTest, EventsCompleteWithTheirWorkAndReleaseOnce) {
   void* outputs[] = {&x};
   gate_.open = false;
   ASSERT_TRUE(
-      device_
-          .reduceAsync(
-              stream_,
-              ReduceWork{
-                  static_cast<Dtype>(kInt32), static_cast<RedOp>(kSum), inputs, outputs, {}, 1, 1})
-          .isOk());
+      device_.reduceAsync(stream_, ReduceWork{kInt32, kSum, inputs, outputs, {}, 1, 1}).isOk());
   Result<EventId> pending = device_.recordEvent(stream_);
   ASSERT_TRUE(pending.isOk());
   EXPECT_NE(*empty, *pending);

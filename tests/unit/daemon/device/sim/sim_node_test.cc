@@ -69,10 +69,7 @@ TEST(SimNodeTest, TheKernelFaultsAndTimingReachEveryDevice) {
     const void* inputs[] = {&a};
     void* outputs[] = {&b};
     ASSERT_TRUE(
-        device
-            ->reduceAsync(
-                fresh,
-                ReduceWork{static_cast<Dtype>(2), static_cast<RedOp>(0), inputs, outputs, {}, 1, 1})
+        device->reduceAsync(fresh, ReduceWork{Dtype::Int32, RedOp::Sum, inputs, outputs, {}, 1, 1})
             .isOk());
     EXPECT_TRUE(device->synchronize(fresh).isOk());
     EXPECT_TRUE(device->destroyStream(fresh).isOk());

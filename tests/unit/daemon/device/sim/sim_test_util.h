@@ -45,7 +45,7 @@ struct TestKernel {
       int32_t acc = static_cast<const int32_t*>(work.inputs[0])[e];
       for (size_t i = 1; i < work.inputs.size(); ++i) {
         int32_t x = static_cast<const int32_t*>(work.inputs[i])[e];
-        acc = work.redop == static_cast<RedOp>(kMax) ? std::max(acc, x) : acc + x;
+        acc = work.redop == kMax ? std::max(acc, x) : acc + x;
       }
       for (void* out : work.outputs) static_cast<int32_t*>(out)[e] = acc;
     }
