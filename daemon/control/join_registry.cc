@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <string>
 
-
 namespace hc::control {
 namespace {
 
@@ -63,12 +62,22 @@ void JoinRegistry::addLocked(JoinTicket ticket, peer::JoinRequest request, JoinD
       return reject({Code::NoResource, "the root has " + std::to_string(pending_.size()) +
                                            " communicators forming; retry later"});
     }
+    size_t& opened = openedBy_[request.node];
+    if (opened >= options_.maxPendingCommsPerNode) {
+      return reject({Code::NoResource, "node " + request.node.toString() + " has " +
+                                           std::to_string(opened) +
+                                           " communicators forming at this root, the most one "
+                                           "node may open at once; retry later"});
+    }
+    ++opened;
     PendingComm comm;
     comm.nranks = request.nranks;
-    comm.holder.assign(request.nranks, 0);
+    comm.opener = request.node;
     comm.opened = now;
     comm.deadline = Clock::time_point::max();
     it = pending_.emplace(key, std::move(comm)).first;
+    spdlog::info("peer bootstrap: {} of {} ranks opened by node {}", commName(key), request.nranks,
+                 request.node.toString());
   }
   PendingComm& comm = it->second;
 
@@ -86,8 +95,9 @@ void JoinRegistry::addLocked(JoinTicket ticket, peer::JoinRequest request, JoinD
   // joins does this one replace? Those of the same node holding any of its ranks (a retry).
   std::vector<JoinTicket> replaced;
   for (uint32_t rank : request.ranks) {
-    const JoinTicket holder = comm.holder[rank];
-    if (holder == 0) continue;
+    auto held = comm.holder.find(rank);
+    if (held == comm.holder.end()) continue;
+    const JoinTicket holder = held->second;
     const Participant& earlier = comm.participants.at(holder);
     if (earlier.request.node != request.node) {
       return reject(invalidArgument(commName(key) + ": duplicate rank " + std::to_string(rank) +
@@ -160,7 +170,7 @@ Status JoinRegistry::lateJoinStatusLocked(const peer::CommKey& key, Clock::time_
 void JoinRegistry::removeParticipantLocked(
     PendingComm& comm, std::map<JoinTicket, Participant>::iterator participant) {
   const peer::JoinRequest& request = participant->second.request;
-  for (uint32_t rank : request.ranks) comm.holder[rank] = 0;
+  for (uint32_t rank : request.ranks) comm.holder.erase(rank);
   comm.joinedCount -= request.ranks.size();
   auto node = comm.nodes.find(request.node);
   if (--node->second.joins == 0) comm.nodes.erase(node);
@@ -171,7 +181,7 @@ void JoinRegistry::failCommLocked(peer::CommKey key, const Status& failure, Sett
   auto it = pending_.find(key);
   if (it == pending_.end()) return;
   for (auto& [ticket, p] : it->second.participants) out.emplace_back(std::move(p.done), failure);
-  pending_.erase(it);
+  eraseLocked(it);
   rememberLocked(key, failure, Clock::now());
 }
 
@@ -185,7 +195,7 @@ void JoinRegistry::formCommLocked(peer::CommKey key, Settlements& out) {
   if (!identity.isOk()) {
     for (auto& [ticket, p] : comm.participants)
       out.emplace_back(std::move(p.done), identity.status());
-    pending_.erase(it);
+    eraseLocked(it);
     rememberLocked(key, identity.status(), Clock::now());
     return;
   }
@@ -193,7 +203,7 @@ void JoinRegistry::formCommLocked(peer::CommKey key, Settlements& out) {
   spdlog::info("peer bootstrap: {} formed: {} ranks on {} nodes", commName(key), comm.nranks,
                table.nodes.size());
   for (auto& [ticket, p] : comm.participants) out.emplace_back(std::move(p.done), table);
-  pending_.erase(it);
+  eraseLocked(it);
   rememberLocked(key, okStatus(), Clock::now());
 }
 
@@ -210,6 +220,12 @@ void JoinRegistry::rememberLocked(const peer::CommKey& key, Status failure, Cloc
   tombstones_[key] = {std::move(failure), now + options_.tombstoneTtl};
 }
 
+void JoinRegistry::eraseLocked(std::map<peer::CommKey, PendingComm>::iterator it) {
+  auto opened = openedBy_.find(it->second.opener);
+  if (opened != openedBy_.end() && --opened->second == 0) openedBy_.erase(opened);
+  pending_.erase(it);
+}
+
 bool JoinRegistry::withdraw(const peer::CommKey& key, JoinTicket ticket) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -217,9 +233,11 @@ bool JoinRegistry::withdraw(const peer::CommKey& key, JoinTicket ticket) {
     if (it == pending_.end()) return false;
     auto p = it->second.participants.find(ticket);
     if (p == it->second.participants.end()) return false;
+    spdlog::info("peer bootstrap: {}: node {} withdrew its join of ranks {}", commName(key),
+                 p->second.request.node.toString(), rankList(p->second.request.ranks));
     removeParticipantLocked(it->second, p);
     // The deadline stays as it was: it is still a promise made to the remaining joiners.
-    if (it->second.participants.empty()) pending_.erase(it);
+    if (it->second.participants.empty()) eraseLocked(it);
   }
   changed_.notify_all();
   return true;
@@ -243,7 +261,7 @@ Status JoinRegistry::deadlineFailure(const peer::CommKey& key, const PendingComm
                                      Clock::time_point now) {
   std::vector<uint32_t> missing;
   for (uint32_t rank = 0; rank < comm.nranks; ++rank) {
-    if (comm.holder[rank] == 0) missing.push_back(rank);
+    if (!comm.holder.contains(rank)) missing.push_back(rank);
   }
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - comm.opened);
   return {Code::Timeout, commName(key) + ": waiting for ranks " + rankList(missing) +
@@ -298,9 +316,8 @@ std::vector<uint32_t> JoinRegistry::joinedRanks(const peer::CommKey& key) const 
   std::vector<uint32_t> ranks;
   auto it = pending_.find(key);
   if (it == pending_.end()) return ranks;
-  for (uint32_t rank = 0; rank < it->second.nranks; ++rank) {
-    if (it->second.holder[rank] != 0) ranks.push_back(rank);
-  }
+  for (const auto& [rank, ticket] : it->second.holder) ranks.push_back(rank);
+  std::sort(ranks.begin(), ranks.end());
   return ranks;
 }
 

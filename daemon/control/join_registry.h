@@ -37,6 +37,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -48,7 +49,11 @@ struct JoinRegistryOptions {
   std::chrono::milliseconds defaultTimeout{120'000};
   std::chrono::milliseconds maxTimeout{24 * 3600 * 1000};
   std::chrono::milliseconds tombstoneTtl{10 * 60 * 1000};
-  size_t maxPendingComms = 1024;
+  // Communicators forming at once: on the whole root, and opened by any one node (the first
+  // join of a key opens it), so that one joiner cannot take every slot. A join refused for
+  // capacity gets NoResource, and the joiner retries until its deadline (peer_client.h).
+  size_t maxPendingComms = 4096;
+  size_t maxPendingCommsPerNode = 1024;
   size_t maxTombstones = 4096;
 };
 
@@ -98,7 +103,10 @@ class JoinRegistry {
   struct PendingComm {
     uint32_t nranks = 0;
     std::map<JoinTicket, Participant> participants;
-    std::vector<JoinTicket> holder;  // by rank: the join that brought it, 0 if none
+    // The join that brought each rank that has joined: as large as the joins so far, never
+    // nranks, so a communicator announced with a million ranks costs what its joiners brought.
+    std::unordered_map<uint32_t, JoinTicket> holder;
+    peer::NodeIdentity opener;  // the node whose join opened it
     std::map<peer::NodeIdentity, PendingNode> nodes;
     size_t joinedCount = 0;
     Clock::time_point opened;
@@ -119,6 +127,8 @@ class JoinRegistry {
   void removeParticipantLocked(PendingComm& comm,
                                std::map<JoinTicket, Participant>::iterator participant);
   void rememberLocked(const peer::CommKey& key, Status failure, Clock::time_point now);
+  // Erases a pending communicator and gives its opener's slot back.
+  void eraseLocked(std::map<peer::CommKey, PendingComm>::iterator it);
   static Status deadlineFailure(const peer::CommKey& key, const PendingComm& comm,
                                 Clock::time_point now);
   static void settle(Settlements& settlements);
@@ -131,6 +141,7 @@ class JoinRegistry {
   bool stopping_ = false;
   JoinTicket nextTicket_ = 1;
   std::map<peer::CommKey, PendingComm> pending_;
+  std::map<peer::NodeIdentity, size_t> openedBy_;  // pending communicators per opening node
   std::map<peer::CommKey, Tombstone> tombstones_;
   std::once_flag timerJoined_;
   std::thread timer_;

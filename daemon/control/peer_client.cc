@@ -1,8 +1,13 @@
 #include "daemon/control/peer_client.h"
 
 #include <condition_variable>
+#include <functional>
 #include <future>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "daemon/control/grpc_status.h"
 #include "daemon/control/membership_proof.h"
@@ -18,8 +23,82 @@ struct JoinsInFlight {
   std::mutex mutex;
   std::condition_variable drained;
   uint64_t nextId = 1;
-  std::unordered_map<uint64_t, std::weak_ptr<JoinCall>> calls;  // started, not yet destroyed
-  size_t alive = 0;  // JoinCall objects not yet fully destroyed
+  // By join id: the join's current call (a join asked again after a capacity refusal makes a
+  // new call under the same id), started and not yet destroyed.
+  std::unordered_map<uint64_t, std::weak_ptr<JoinCall>> calls;
+  std::unordered_set<uint64_t> withdrawn;  // taken back by their caller, not yet finished
+  size_t alive = 0;                        // JoinCall objects not yet fully destroyed
+  bool stopping = false;                   // the PeerClient is going away: no call starts any more
+};
+
+// Joins waiting out a capacity pause, on a thread of their own: each resumes (true) when its
+// pause is over, or at once (false) when the client stops.
+class CapacityPauses {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Resume = std::function<void(bool over)>;
+
+  CapacityPauses() : thread_([this] { run(); }) {}
+  ~CapacityPauses() {
+    stop();
+    thread_.join();
+  }
+
+  // False once stopped: the caller then finishes the join itself.
+  bool add(Clock::time_point when, Resume resume) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return false;
+      waiting_.emplace(when, std::move(resume));
+    }
+    wake_.notify_all();
+    return true;
+  }
+
+  // Resumes every waiting join with false, on the pause thread, before it returns.
+  void stop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    stopping_ = true;
+    wake_.notify_all();
+    drained_.wait(lock, [&] { return waiting_.empty() && !resuming_; });
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      if (waiting_.empty()) {
+        if (stopping_) return;
+        wake_.wait(lock);
+        continue;
+      }
+      auto first = waiting_.begin();
+      if (!stopping_ && first->first > Clock::now()) {
+        wake_.wait_until(lock, first->first);
+        continue;
+      }
+      Resume resume = std::move(first->second);
+      waiting_.erase(first);
+      resuming_ = true;
+      lock.unlock();
+      resume(!stopping());
+      lock.lock();
+      resuming_ = false;
+      drained_.notify_all();
+    }
+  }
+  bool stopping() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stopping_;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable drained_;
+  bool stopping_ = false;
+  bool resuming_ = false;
+  std::multimap<Clock::time_point, Resume> waiting_;
+  std::thread thread_;  // last: starts once the members it uses exist
 };
 
 }  // namespace detail
@@ -31,6 +110,11 @@ using detail::JoinCall;
 using detail::JoinsInFlight;
 
 constexpr int kMaxRankTableBytes = 256 << 20;
+
+// A root that refuses a join for capacity (NoResource: too many communicators forming there) is
+// asked again after a pause that doubles from the first to the last, until the join's deadline.
+constexpr std::chrono::milliseconds kFirstCapacityPause{20};
+constexpr std::chrono::milliseconds kLastCapacityPause{1000};
 
 // gRPC deadlines are wall-clock; ours are steady. Far deadlines (time_point::max() included)
 // are clamped to a year before `extra` is added, which keeps the arithmetic clear of overflow.
@@ -69,31 +153,46 @@ namespace detail {
 // keeps itself alive through the callbacks it hands gRPC.
 class JoinCall : public std::enable_shared_from_this<JoinCall> {
  public:
-  JoinCall(std::shared_ptr<JoinsInFlight> inFlight, std::shared_ptr<const ClusterToken> token,
-           std::shared_ptr<grpc::Channel> channel, std::string root, peer::JoinRequest request,
-           Clock::time_point deadline, const PeerClientOptions& options, JoinCallback done)
+  JoinCall(uint64_t id, std::shared_ptr<JoinsInFlight> inFlight,
+           std::shared_ptr<const ClusterToken> token, std::shared_ptr<grpc::Channel> channel,
+           std::string root, peer::JoinRequest request, Clock::time_point deadline,
+           const PeerClientOptions& options, JoinCallback done, CapacityPauses* pauses,
+           std::chrono::milliseconds capacityPause = kFirstCapacityPause)
       : alive_(inFlight),
         inFlight_(std::move(inFlight)),
+        id_(id),
         token_(std::move(token)),
+        channel_(channel),
         stub_(hetero_comm::v1::Peer::NewStub(channel)),
         root_(std::move(root)),
         request_(std::move(request)),
         deadline_(deadline),
         options_(options),
-        done_(std::move(done)) {}
+        done_(std::move(done)),
+        pauses_(pauses),
+        capacityPause_(capacityPause) {}
 
   ~JoinCall() {
     std::lock_guard<std::mutex> lock(inFlight_->mutex);
-    inFlight_->calls.erase(id_);
+    // Unless a newer call of the same join has taken the entry.
+    auto it = inFlight_->calls.find(id_);
+    if (it != inFlight_->calls.end() && it->second.expired()) inFlight_->calls.erase(it);
   }
 
   // Makes the call reachable by cancel(), then starts it.
   void start() {
+    Status refused;
     {
       std::lock_guard<std::mutex> lock(inFlight_->mutex);
-      id_ = inFlight_->nextId++;
-      inFlight_->calls.emplace(id_, weak_from_this());
+      if (inFlight_->stopping) {
+        refused = unavailable("hetero-commd is shutting down");
+      } else if (inFlight_->withdrawn.contains(id_)) {
+        refused = unavailable("join at " + root_ + " withdrawn: its client went away");
+      } else {
+        inFlight_->calls[id_] = weak_from_this();
+      }
     }
+    if (!refused.isOk()) return finish(std::move(refused));
     Result<Nonce> joinerNonce = randomNonce();
     if (!joinerNonce.isOk()) return finish(joinerNonce.status());
     joinerNonce_ = joinerNonce.value();
@@ -131,7 +230,11 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
   }
 
   void onJoin(const grpc::Status& status) {
-    if (!status.ok()) return finish(fromGrpcStatus(status, "Peer.Join at " + root_));
+    if (!status.ok()) {
+      Status refused = fromGrpcStatus(status, "Peer.Join at " + root_);
+      if (refused.code() == Code::NoResource) return askAgainLater(std::move(refused));
+      return finish(std::move(refused));
+    }
     const uint32_t rootVersion =
         joinResponse_.wire_version() == 0 ? 1 : joinResponse_.wire_version();
     if (rootVersion != request_.wireVersion) {
@@ -160,15 +263,39 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
     finish(std::move(table));
   }
 
+  // After a capacity refusal: a fresh call (gRPC contexts serve one call each) once the pause is
+  // over, or the refusal itself when the deadline comes first or the client goes away.
+  void askAgainLater(Status refused) {
+    const Clock::time_point over = Clock::now() + capacityPause_;
+    if (over >= deadline_) return finish(std::move(refused));
+    const bool paused = pauses_->add(over, [self = shared_from_this(), refused](bool resumed) {
+      self->onPauseOver(resumed, refused);
+    });
+    if (!paused) finish(std::move(refused));
+  }
+
+  void onPauseOver(bool resumed, Status refused) {
+    if (!resumed) return finish(std::move(refused));  // the client stopped
+    auto next = std::make_shared<JoinCall>(id_, inFlight_, token_, channel_, root_, request_,
+                                           deadline_, options_, std::move(done_), pauses_,
+                                           std::min(capacityPause_ * 2, kLastCapacityPause));
+    next->start();
+  }
+
   void finish(Result<peer::RankTable> result) {
+    {
+      std::lock_guard<std::mutex> lock(inFlight_->mutex);
+      inFlight_->withdrawn.erase(id_);
+    }
     JoinCallback done = std::move(done_);
     done(std::move(result));
   }
 
   AliveMark alive_;  // first: outlives every other member
   const std::shared_ptr<JoinsInFlight> inFlight_;
-  uint64_t id_ = 0;
+  const uint64_t id_;  // the join's, the same for every call it makes
   const std::shared_ptr<const ClusterToken> token_;
+  const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<hetero_comm::v1::Peer::Stub> stub_;
   const std::string root_;
   peer::JoinRequest request_;
@@ -176,6 +303,8 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
   const Clock::time_point deadline_;
   const PeerClientOptions options_;
   JoinCallback done_;
+  CapacityPauses* const pauses_;  // the PeerClient's, which outlives every call
+  const std::chrono::milliseconds capacityPause_;
   grpc::ClientContext challengeContext_;
   hetero_comm::v1::ChallengeRequest challengeRequest_;
   hetero_comm::v1::ChallengeResponse challengeResponse_;
@@ -196,12 +325,14 @@ Result<std::unique_ptr<PeerClient>> PeerClient::create(const PeerClientOptions& 
 PeerClient::PeerClient(ClusterToken token, const PeerClientOptions& options)
     : token_(std::make_shared<const ClusterToken>(std::move(token))),
       options_(options),
-      inFlight_(std::make_shared<JoinsInFlight>()) {}
+      inFlight_(std::make_shared<JoinsInFlight>()),
+      pauses_(std::make_unique<detail::CapacityPauses>()) {}
 
 PeerClient::~PeerClient() {
   std::vector<std::shared_ptr<JoinCall>> calls;
   {
     std::lock_guard<std::mutex> lock(inFlight_->mutex);
+    inFlight_->stopping = true;
     for (auto& [id, weak] : inFlight_->calls) {
       if (auto call = weak.lock()) calls.push_back(std::move(call));
     }
@@ -209,6 +340,7 @@ PeerClient::~PeerClient() {
   // Outside the lock: a cancelled call's callback may run, and its destructor takes the lock.
   for (const auto& call : calls) call->cancel();
   calls.clear();
+  pauses_->stop();  // joins pausing after a capacity refusal end with that refusal
   std::unique_lock<std::mutex> lock(inFlight_->mutex);
   inFlight_->drained.wait(lock, [&] { return inFlight_->alive == 0; });
   // Only now may channels_ drop what may be the channels' last references: on this thread.
@@ -231,18 +363,43 @@ std::shared_ptr<grpc::Channel> PeerClient::channelFor(const std::string& rootAdd
   return channel;
 }
 
-void PeerClient::joinAsync(const std::string& rootAddress, peer::JoinRequest request,
-                           Clock::time_point deadline, JoinCallback done) {
+JoinId PeerClient::joinAsync(const std::string& rootAddress, peer::JoinRequest request,
+                             Clock::time_point deadline, JoinCallback done) {
   // Checked here so that a bad request fails at once, not at the root after a round trip.
   Status valid = peer::validatePeerAddress(rootAddress);
   if (valid.isOk()) {
     request.timeout = std::chrono::milliseconds(1);  // any in range: the real one is set later
     valid = peer::validateJoin(request);
   }
-  if (!valid.isOk()) return done(std::move(valid));
-  auto call = std::make_shared<JoinCall>(inFlight_, token_, channelFor(rootAddress), rootAddress,
-                                         std::move(request), deadline, options_, std::move(done));
+  if (!valid.isOk()) {
+    done(std::move(valid));
+    return 0;
+  }
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(inFlight_->mutex);
+    id = inFlight_->nextId++;
+  }
+  auto call = std::make_shared<JoinCall>(id, inFlight_, token_, channelFor(rootAddress),
+                                         rootAddress, std::move(request), deadline, options_,
+                                         std::move(done), pauses_.get());
   call->start();
+  return id;
+}
+
+void PeerClient::withdraw(JoinId id) {
+  std::shared_ptr<JoinCall> call;
+  {
+    std::lock_guard<std::mutex> lock(inFlight_->mutex);
+    auto it = inFlight_->calls.find(id);
+    if (it == inFlight_->calls.end()) return;  // finished, or never started
+    call = it->second.lock();
+    if (!call) return;
+    inFlight_->withdrawn.insert(id);
+  }
+  // The root takes the join back when its call is cancelled (PeerService::Join's OnCancel); a
+  // join pausing after a capacity refusal finds itself withdrawn when the pause ends.
+  call->cancel();
 }
 
 Result<peer::RankTable> PeerClient::join(const std::string& rootAddress,
@@ -250,8 +407,8 @@ Result<peer::RankTable> PeerClient::join(const std::string& rootAddress,
                                          Clock::time_point deadline) {
   auto promise = std::make_shared<std::promise<Result<peer::RankTable>>>();
   std::future<Result<peer::RankTable>> result = promise->get_future();
-  joinAsync(rootAddress, request, deadline,
-            [promise](Result<peer::RankTable> r) { promise->set_value(std::move(r)); });
+  (void)joinAsync(rootAddress, request, deadline,
+                  [promise](Result<peer::RankTable> r) { promise->set_value(std::move(r)); });
   return result.get();
 }
 

@@ -35,10 +35,12 @@ struct PeerClientOptions {
 };
 
 using JoinCallback = std::function<void(Result<peer::RankTable>)>;
+using JoinId = uint64_t;
 
 namespace detail {
 class JoinCall;
 struct JoinsInFlight;
+class CapacityPauses;
 }  // namespace detail
 
 class PeerClient {
@@ -55,11 +57,18 @@ class PeerClient {
   PeerClient& operator=(const PeerClient&) = delete;
 
   // Joins `request.key` at the root `rootAddress` ("host:port") and calls `done` once with the
-  // rank table or the error; Timeout when the deadline passes first. The request's timeout is
+  // rank table or the error; Timeout when the deadline passes first. A root that refuses for
+  // capacity (NoResource) is asked again, after pauses from 20 ms to 1 s, until the deadline,
+  // whose refusal is then the answer. The request's timeout is
   // set from the deadline. Non-blocking: `done` runs on a gRPC thread, or on this one when the
   // join fails before any RPC; it must not block.
-  void joinAsync(const std::string& rootAddress, peer::JoinRequest request,
-                 Clock::time_point deadline, JoinCallback done);
+  // Returns an id for withdraw() (0 when `done` already ran).
+  JoinId joinAsync(const std::string& rootAddress, peer::JoinRequest request,
+                   Clock::time_point deadline, JoinCallback done);
+  // Takes back a join under way, as when its client went away: the root forgets its ranks, and
+  // `done` runs with Unavailable (or with the answer, if one came first). Any thread but a join
+  // callback; an id that finished is ignored.
+  void withdraw(JoinId id);
   // Blocking form of joinAsync: returns by the deadline plus replyGrace at the latest.
   [[nodiscard]] Result<peer::RankTable> join(const std::string& rootAddress,
                                              const peer::JoinRequest& request,
@@ -75,6 +84,8 @@ class PeerClient {
   const std::shared_ptr<detail::JoinsInFlight> inFlight_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
+  // Joins the root refused for capacity wait here before asking again (until their deadline).
+  const std::unique_ptr<detail::CapacityPauses> pauses_;
 };
 
 }  // namespace hc::control

@@ -20,11 +20,12 @@ Result<std::unique_ptr<PeerServer>> PeerServer::start(const PeerServerOptions& o
   // A joiner's own timeout is honoured up to this daemon's comm.init_timeout_ms, not beyond: a
   // pending communicator holds nranks-sized state at the root for as long as it may wait.
   registryOptions.maxTimeout = options.defaultJoinTimeout;
+  registryOptions.maxPendingComms = options.maxPendingComms;
+  registryOptions.maxPendingCommsPerNode = options.maxPendingCommsPerNode;
   server->registry_ = std::make_unique<JoinRegistry>(registryOptions);
   server->nonces_ = std::make_unique<NonceBook>(options.nonceTtl, options.maxSpentNonces);
-  server->service_ =
-      std::make_unique<PeerService>(std::move(token).value(), *server->nonces_,
-                                    *server->registry_, options.board);
+  server->service_ = std::make_unique<PeerService>(std::move(token).value(), *server->nonces_,
+                                                   *server->registry_, options.board);
 
   grpc::ServerBuilder builder;
   // Reflection is for operators' tools, on the control listeners only.

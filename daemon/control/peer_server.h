@@ -37,6 +37,9 @@ struct PeerServerOptions {
   std::chrono::milliseconds nonceTtl{10'000};
   // The most verified joins (and progress queries) within one nonce lifetime.
   size_t maxSpentNonces = 65'536;
+  // Communicators forming at this root at once, in all and opened by one node (join_registry.h).
+  size_t maxPendingComms = JoinRegistryOptions{}.maxPendingComms;
+  size_t maxPendingCommsPerNode = JoinRegistryOptions{}.maxPendingCommsPerNode;
   PeerTlsOptions tls;
   // Answers Peer.GetCommProgress from it; null: NOT_FOUND for every communicator. Borrowed:
   // outlives the server.

@@ -22,8 +22,8 @@ Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& co
   so.defaultJoinTimeout = std::chrono::milliseconds(config.initTimeoutMs);
   auto server = control::PeerServer::start(so);
   if (!server.isOk()) {
-    return Status{server.status().code(), "peer listener on " + config.peerListen + ": " +
-                                              server.status().message()};
+    return Status{server.status().code(),
+                  "peer listener on " + config.peerListen + ": " + server.status().message()};
   }
   p->server_ = std::move(server.value());
   p->advertise_ = config::peerAdvertiseAddress(config, static_cast<uint16_t>(p->server_->port()));
@@ -76,11 +76,12 @@ Result<std::unique_ptr<PeerSide>> PeerSide::start(const config::DaemonConfig& co
   if (!algo.isOk()) return algo.status();
   p->netOptions_.allreduceAlgo = *algo;
   p->netOptions_.chunkBytes = config.peerChunkBytes;
-  spdlog::info("peer listener on {} (advertised as {}); UCX transports '{}', keepalive {} ms, "
-               "allreduce among daemons: {}",
-               config.peerListen, p->advertise_,
-               config.peerUcxTransports.empty() ? "default" : config.peerUcxTransports,
-               config.peerKeepaliveMs, coll::net::allreduceAlgoName(*algo));
+  spdlog::info(
+      "peer listener on {} (advertised as {}); UCX transports '{}', keepalive {} ms, "
+      "allreduce among daemons: {}",
+      config.peerListen, p->advertise_,
+      config.peerUcxTransports.empty() ? "default" : config.peerUcxTransports,
+      config.peerKeepaliveMs, coll::net::allreduceAlgoName(*algo));
   return p;
 }
 
@@ -96,13 +97,18 @@ session::MultiNode PeerSide::multiNode() {
   return m;
 }
 
-void PeerSide::join(const std::string& root, peer::JoinRequest request,
-                    std::chrono::steady_clock::time_point deadline, Done done) {
+session::Bootstrap::JoinId PeerSide::join(const std::string& root, peer::JoinRequest request,
+                                          std::chrono::steady_clock::time_point deadline,
+                                          Done done) {
   if (!client_) {
     done(unavailable("hetero-commd is shutting down"));
-    return;
+    return 0;
   }
-  client_->joinAsync(root, std::move(request), deadline, std::move(done));
+  return client_->joinAsync(root, std::move(request), deadline, std::move(done));
+}
+
+void PeerSide::withdraw(JoinId id) {
+  if (client_) client_->withdraw(id);
 }
 
 void PeerSide::shutdown() {

@@ -13,9 +13,9 @@
 #include "daemon/control/peer_client.h"
 #include "daemon/control/peer_server.h"
 #include "daemon/metrics/daemon_metrics.h"
+#include "daemon/observe/status_board.h"
 #include "daemon/session/bootstrap.h"
 #include "daemon/staging/direct_probe.h"
-#include "daemon/observe/status_board.h"
 
 namespace hc::server {
 
@@ -40,8 +40,9 @@ class PeerSide final : public session::Bootstrap {
   const std::string& advertise() const { return advertise_; }
 
   // session::Bootstrap. After shutdown(), fails at once.
-  void join(const std::string& root, peer::JoinRequest request,
-            std::chrono::steady_clock::time_point deadline, Done done) override;
+  JoinId join(const std::string& root, peer::JoinRequest request,
+              std::chrono::steady_clock::time_point deadline, Done done) override;
+  void withdraw(JoinId id) override;
 
   // Cancels the joins under way (their callbacks run now, with Unavailable), stops the listener
   // and the progress thread. Before the engine goes: the callbacks reach into it.

@@ -21,17 +21,16 @@ peer::CommKey keyBytes(const uint8_t (&key)[16]) {
 
 void CommJoiner::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
   if (e.nranks <= 0 || e.rank < 0 || e.rank >= e.nranks) {
-    session->complete(e.requestId, invalidArgument("comm init: rank " + std::to_string(e.rank) +
-                                                   " of " + std::to_string(e.nranks) +
-                                                   " ranks is out of range"));
+    session->complete(e.requestId,
+                      invalidArgument("comm init: rank " + std::to_string(e.rank) + " of " +
+                                      std::to_string(e.nranks) + " ranks is out of range"));
     return;
   }
   if (static_cast<uint32_t>(e.nranks) > context_.options.maxRanks) {
-    session->complete(e.requestId,
-                      invalidArgument("comm init: " + std::to_string(e.nranks) +
-                                      " ranks; this daemon allows at most " +
-                                      std::to_string(context_.options.maxRanks) +
-                                      " (session.max_ranks)"));
+    session->complete(e.requestId, invalidArgument("comm init: " + std::to_string(e.nranks) +
+                                                   " ranks; this daemon allows at most " +
+                                                   std::to_string(context_.options.maxRanks) +
+                                                   " (session.max_ranks)"));
     return;
   }
   std::string key = commKeyHex(e.key);
@@ -49,12 +48,11 @@ void CommJoiner::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
   // A key is a secret of its job only as long as no one else learns it: another user who does
   // may not take a rank of it (and with it the job's data).
   if (!context_.options.initAcrossUids && session->peer().uid != init.uid) {
-    session->complete(e.requestId,
-                      Status{Code::PermissionDenied,
-                             "comm init: the communicator is being formed by uid " +
-                                 std::to_string(init.uid) + "; uid " +
-                                 std::to_string(session->peer().uid) +
-                                 " may not join it (comm.init_across_uids)"});
+    session->complete(e.requestId, Status{Code::PermissionDenied,
+                                          "comm init: the communicator is being formed by uid " +
+                                              std::to_string(init.uid) + "; uid " +
+                                              std::to_string(session->peer().uid) +
+                                              " may not join it (comm.init_across_uids)"});
     return;
   }
   if (init.nranks != e.nranks) {
@@ -63,8 +61,8 @@ void CommJoiner::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
                                       std::to_string(e.nranks) + " ranks, others said " +
                                       std::to_string(init.nranks)));
     failInit(key, invalidArgument("comm init: ranks disagree on the number of ranks (" +
-                                  std::to_string(init.nranks) + " vs " +
-                                  std::to_string(e.nranks) + ")"));
+                                  std::to_string(init.nranks) + " vs " + std::to_string(e.nranks) +
+                                  ")"));
     return;
   }
   if (init.joined.count(e.rank) != 0) {
@@ -146,8 +144,6 @@ void CommJoiner::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e
                                       "communicator, or joined twice"));
     return;
   }
-  init.joined[e.rank] = JoinedRank{session, e.requestId};
-
   peer::JoinRequest request;
   request.key = keyBytes(e.key);
   request.nranks = static_cast<uint32_t>(e.nranks);
@@ -159,7 +155,9 @@ void CommJoiner::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e
   const int timeout = e.timeoutMs > 0 ? e.timeoutMs : context_.options.initTimeoutMs;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout);
   spdlog::debug("comm init {}: rank {} of {} joins at root {}", key, e.rank, e.nranks, root);
-  context_.multiNode.bootstrap->join(
+  // Recorded before the join starts: its answer is taken on this thread, after this returns.
+  JoinedRank& joined = init.joined[e.rank] = JoinedRank{session, e.requestId};
+  joined.join = context_.multiNode.bootstrap->join(
       root, std::move(request), deadline,
       [this, key, rank = e.rank](Result<peer::RankTable> table) {
         {
@@ -190,8 +188,16 @@ void CommJoiner::takeJoinAnswers() {
 void CommJoiner::onJoinAnswer(JoinAnswer answer) {
   auto it = remoteInits_.find(answer.key);
   if (it == remoteInits_.end()) return;  // failed already
-  if (!answer.table.isOk()) return failRemoteInit(answer.key, answer.table.status());
   RemoteInit& init = it->second;
+  if (!answer.table.isOk() && init.lost.contains(answer.rank)) {
+    // A withdrawn join: that rank is gone from the root, the others still wait for it.
+    init.lost.erase(answer.rank);
+    init.joined.erase(answer.rank);
+    init.answered.erase(answer.rank);
+    if (init.joined.empty()) remoteInits_.erase(it);
+    return;
+  }
+  if (!answer.table.isOk()) return failRemoteInit(answer.key, answer.table.status());
   init.answered[answer.rank] = std::move(answer.table.value());
   if (init.answered.size() < init.joined.size()) return;
   const peer::RankTable& table = init.answered.begin()->second;
@@ -224,9 +230,9 @@ void CommJoiner::formAcrossNodes(const std::string& key, const peer::RankTable& 
       self == UINT32_MAX ? internalError("comm init: this daemon is not in the rank table")
                          : coll::hier::NodeLayout::make(self, std::move(ranksOfNode));
   if (layout.isOk() && layout->localCount() != init.joined.size()) {
-    layout = internalError("comm init: the rank table places " +
-                           std::to_string(layout->localCount()) + " ranks here, " +
-                           std::to_string(init.joined.size()) + " joined");
+    layout =
+        internalError("comm init: the rank table places " + std::to_string(layout->localCount()) +
+                      " ranks here, " + std::to_string(init.joined.size()) + " joined");
   }
   if (!layout.isOk()) {
     for (auto& [rank, j] : init.joined) j.session->complete(j.requestId, layout.status());
@@ -283,10 +289,12 @@ void CommJoiner::sessionClosed(const SessionPtr& session) {
     failInit(key, unavailable("comm init: " + session->describe() +
                               " went away before every rank joined"));
   }
-  // Joins at a root cannot be withdrawn: the communicator forms, and the rank leaves it then.
+  // Joins at a root are withdrawn, so the root forgets the ranks. If a communicator formed
+  // first, the answer still comes: the rank leaves it then.
   for (auto& [key, init] : remoteInits_) {
     for (auto& [rank, j] : init.joined) {
-      if (j.session == session) init.lost.insert(rank);
+      if (j.session != session || !init.lost.insert(rank).second) continue;
+      context_.multiNode.bootstrap->withdraw(j.join);
     }
   }
 }
@@ -302,8 +310,8 @@ void CommJoiner::failLateJoins(Clock::time_point now) {
     for (int r = 0; r < init.nranks; ++r) {
       if (init.joined.count(r) == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     }
-    failInit(key, Status{Code::Timeout, "comm init: ranks " + missing +
-                                            " did not join before the deadline"});
+    failInit(key, Status{Code::Timeout,
+                         "comm init: ranks " + missing + " did not join before the deadline"});
   }
 }
 

@@ -60,6 +60,7 @@ class CommJoiner {
   struct JoinedRank {
     SessionPtr session;
     uint64_t requestId;
+    Bootstrap::JoinId join = 0;  // its join at the root, for a communicator across daemons
   };
   // A communicator forming among this daemon's ranks.
   struct PendingInit {
@@ -76,7 +77,7 @@ class CommJoiner {
     int nranks = 0;
     std::map<int, JoinedRank> joined;
     std::map<int, peer::RankTable> answered;
-    std::set<int> lost;  // joined, then the client went away
+    std::set<int> lost;  // joined, then the client went away: its join is being withdrawn
   };
   struct JoinAnswer {
     std::string key;

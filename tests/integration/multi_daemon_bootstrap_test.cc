@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <string>
 #include <thread>
 #include <vector>
@@ -267,6 +268,43 @@ TEST(MultiDaemonBootstrapTest, WrongKeyLeavesBothCommunicatorsIncompleteUntilThe
   const std::string log = cluster->daemon(0).log();
   EXPECT_NE(log.find("waiting for ranks 1:"), std::string::npos) << cluster->logTails();
   EXPECT_NE(log.find("waiting for ranks 0:"), std::string::npos) << cluster->logTails();
+}
+
+// Waits until the daemon's log holds `text`.
+bool logShows(DaemonProcess& daemon, const std::string& text, Clock::duration timeout) {
+  for (const auto until = Clock::now() + timeout; Clock::now() < until;) {
+    if (daemon.log().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
+}
+
+// Rank 1 joins at the root (daemon 0) through daemon 1, and its process is killed while it
+// waits: daemon 1 withdraws the join, so the root forgets rank 1. Rank 0, coming later, then
+// waits for rank 1 until the deadline instead of forming a communicator with a dead rank.
+TEST(MultiDaemonBootstrapTest, AJoinWhoseClientDiedIsWithdrawnAtTheRoot) {
+  std::string error;
+  auto cluster = DaemonCluster::start(withInitTimeout(2), &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  auto dying =
+      ClusterJob::startSpecs(*cluster, "withdrawn", 2, {{1, 1}}, {"--mode", "demo"}, &error);
+  ASSERT_NE(dying, nullptr) << error;
+  ASSERT_TRUE(logShows(cluster->daemon(0), "of 2 ranks opened by node", seconds(10)))
+      << dying->report() << cluster->logTails();
+  dying->proc(0).sendSignal(SIGKILL);
+  EXPECT_TRUE(logShows(cluster->daemon(0), "withdrew its join of ranks 1", seconds(10)))
+      << "the root still holds the dead rank's join\n"
+      << cluster->logTails();
+
+  const auto started = Clock::now();
+  auto later = ClusterJob::startSpecs(*cluster, "withdrawn", 2, {{0, 0, {}, dying->id()}},
+                                      {"--mode", "demo"}, &error);
+  ASSERT_NE(later, nullptr) << error;
+  for (const InitOutcome& o : expectEveryInitFails(*later, *cluster, started)) {
+    EXPECT_EQ(o.result.status, kTimeout) << o.result.text;
+    EXPECT_NE(o.result.text.find("waiting for ranks 1"), std::string::npos) << o.result.text;
+  }
+  expectClusterStillServes(*cluster);
 }
 
 }  // namespace

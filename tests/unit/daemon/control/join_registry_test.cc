@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -290,6 +291,81 @@ TEST(JoinRegistryCapTest, AJoinersTimeoutIsCappedByTheRoot) {
   ASSERT_TRUE(outcomes.waitSettled(index, 10s));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
   EXPECT_EQ(outcomes.result(index).status().code(), Code::Timeout);
+}
+
+// The first join of a key opens it; a node may have at most maxPendingCommsPerNode open at once,
+// and the root maxPendingComms in all. Joins into a communicator another node opened take no slot,
+// and a slot comes back when its communicator forms.
+TEST(JoinRegistryCapTest, OneNodeCannotTakeEverySlot) {
+  JoinRegistryOptions options;
+  options.maxPendingComms = 5;
+  options.maxPendingCommsPerNode = 3;
+  Outcomes outcomes;  // before the registry, whose destructor settles the pending joins
+  JoinRegistry registry(options);
+  auto join = [&](uint8_t seed, uint32_t rank, const std::string& node) {
+    const size_t index = outcomes.open();
+    registry.add(registry.newTicket(), makeJoin(keyOf(seed), 2, {rank}, node),
+                 outcomes.slot(index));
+    return index;
+  };
+  for (uint8_t seed = 60; seed < 63; ++seed) EXPECT_FALSE(outcomes.settled(join(seed, 0, "a")));
+  const size_t fourthOfA = join(63, 0, "a");
+  ASSERT_TRUE(outcomes.settled(fourthOfA));
+  EXPECT_EQ(outcomes.result(fourthOfA).status().code(), Code::NoResource);
+  EXPECT_THAT(outcomes.result(fourthOfA).status().message(),
+              HasSubstr("the most one node may open at once; retry later"));
+  EXPECT_TRUE(registry.joinedRanks(keyOf(63)).empty()) << "a refused join leaves nothing behind";
+
+  for (uint8_t seed = 70; seed < 72; ++seed) EXPECT_FALSE(outcomes.settled(join(seed, 0, "b")));
+  const size_t overTheRoot = join(72, 0, "c");
+  ASSERT_TRUE(outcomes.settled(overTheRoot));
+  EXPECT_EQ(outcomes.result(overTheRoot).status().code(), Code::NoResource);
+  EXPECT_THAT(outcomes.result(overTheRoot).status().message(),
+              HasSubstr("5 communicators forming"));
+
+  // b completes one of a's communicators: it forms, and a may open another.
+  const size_t completing = join(60, 1, "b");
+  ASSERT_TRUE(outcomes.settled(completing));
+  EXPECT_TRUE(outcomes.result(completing).isOk())
+      << outcomes.result(completing).status().toString();
+  EXPECT_FALSE(outcomes.settled(join(64, 0, "a")));
+}
+
+// Resident memory of this process, from /proc/self/status.
+size_t residentBytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  HC_CHECK(f != nullptr);
+  char line[256];
+  size_t kib = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::sscanf(line, "VmRSS: %zu kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
+
+// A pending communicator costs what its joins brought, not what its nranks announces: 256 of
+// them announced with the most ranks a join may name (2^20), each with one rank joined, take a
+// few MiB (a table by rank would take 8 MiB each, 2 GiB in all).
+TEST(JoinRegistryCapTest, AnnouncedRanksCostNothingUntilTheyJoin) {
+  JoinRegistryOptions options;
+  options.maxPendingComms = 1024;
+  options.maxPendingCommsPerNode = 1024;
+  Outcomes outcomes;  // before the registry, whose destructor settles the pending joins
+  JoinRegistry registry(options);
+  const size_t before = residentBytes();
+  for (int seed = 0; seed < 256; ++seed) {
+    const size_t index = outcomes.open();
+    registry.add(
+        registry.newTicket(),
+        makeJoin(keyOf(static_cast<uint8_t>(seed)), peer::kMaxRanks, {peer::kMaxRanks - 1}, "a"),
+        outcomes.slot(index));
+    ASSERT_FALSE(outcomes.settled(index)) << outcomes.result(index).status().toString();
+  }
+  const size_t grown = residentBytes() - std::min(before, residentBytes());
+  EXPECT_LT(grown, size_t{64} << 20)
+      << "256 pending communicators took " << (grown >> 20) << " MiB";
+  EXPECT_EQ(registry.joinedRanks(keyOf(7)), (std::vector<uint32_t>{peer::kMaxRanks - 1}));
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 // it concerns, and the root keeps serving.
 #include <gmock/gmock.h>
 
+#include <future>
+#include <thread>
+
 #include "tests/unit/daemon/control/peer_test_support.h"
 
 namespace hc::control::testing {
@@ -184,6 +187,82 @@ TEST_F(PeerJoinErrorTest, UnreachableRootTimesOutAtTheDeadline) {
   EXPECT_EQ(r.status().code(), Code::Timeout) << r.status().toString();
   EXPECT_THAT(r.status().message(), HasSubstr("Peer.Challenge at " + root_));
   EXPECT_LE(Clock::now() - began, 1000ms);
+}
+
+// A root with room for one forming communicator: a second one's joiner is refused for capacity
+// and asks again until the first forms, or until its own deadline.
+class PeerCapacityTest : public PeerFixture {
+ protected:
+  void configure(PeerServerOptions& options) override { options.maxPendingComms = 1; }
+};
+
+TEST_F(PeerCapacityTest, ARefusedJoinerAsksAgainUntilThereIsRoom) {
+  const peer::CommKey first = keyOf(40), second = keyOf(41);
+  Joiners joiners(root_, tokenPath_);
+  joiners.start(makeJoin(first, 2, {0}, "a"), Clock::now() + 20s);
+  awaitJoined(first, 1);
+  const size_t waiting = joiners.start(makeJoin(second, 1, {0}, "b"), Clock::now() + 20s);
+  // Refused for as long as the first is forming: no slot, so nothing of it is pending.
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(server_->registry().joinedRanks(second).empty());
+  const auto completed = Clock::now();
+  joiners.start(makeJoin(first, 2, {1}, "c"), Clock::now() + 20s);
+  joiners.joinAll();
+  for (size_t i = 0; i < joiners.size(); ++i) {
+    ASSERT_TRUE(joiners.result(i).isOk()) << i << ": " << joiners.result(i).status().toString();
+  }
+  EXPECT_EQ(joiners.result(waiting).value().nranks, 1u);
+  EXPECT_GE(joiners.finishedAt(waiting), completed) << "it formed before there was room";
+  EXPECT_LE(joiners.finishedAt(waiting) - completed, 3s) << "pauses are at most 1 s";
+}
+
+TEST_F(PeerCapacityTest, ARootThatStaysFullAnswersAtTheDeadline) {
+  Joiners joiners(root_, tokenPath_);
+  joiners.start(makeJoin(keyOf(42), 2, {0}, "a"), Clock::now() + 20s);
+  awaitJoined(keyOf(42), 1);
+  const auto began = Clock::now();
+  Result<peer::RankTable> r =
+      newClient()->join(root_, makeJoin(keyOf(43), 1, {0}, "b"), Clock::now() + 500ms);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), Code::NoResource) << r.status().toString();
+  EXPECT_THAT(r.status().message(), HasSubstr("communicators forming"));
+  EXPECT_GE(Clock::now() - began, 250ms) << "refused once and given up at once";
+  EXPECT_LE(Clock::now() - began, 3s);
+  server_->shutdown();  // the first joiner's answer
+}
+
+// A joiner whose client went away withdraws its join: the root forgets the ranks at once, and
+// the join's callback runs with Unavailable. A join waiting out a capacity pause ends too.
+TEST_F(PeerCapacityTest, AWithdrawnJoinLeavesTheRootAndEndsItsPause) {
+  const peer::CommKey key = keyOf(44);
+  std::unique_ptr<PeerClient> client = newClient();
+  std::promise<Result<peer::RankTable>> pendingAnswer, pausedAnswer;
+  const JoinId pending =
+      client->joinAsync(root_, makeJoin(key, 2, {0}, "a"), Clock::now() + 20s,
+                        [&](Result<peer::RankTable> r) { pendingAnswer.set_value(std::move(r)); });
+  awaitJoined(key, 1);
+  // The root is full now: this one is refused and pauses.
+  const JoinId paused =
+      client->joinAsync(root_, makeJoin(keyOf(45), 1, {0}, "b"), Clock::now() + 20s,
+                        [&](Result<peer::RankTable> r) { pausedAnswer.set_value(std::move(r)); });
+  std::this_thread::sleep_for(100ms);
+
+  // The root stays full, so the paused join can only end by being withdrawn.
+  const auto withdrawn = Clock::now();
+  client->withdraw(paused);
+  auto pausedResult = pausedAnswer.get_future();
+  ASSERT_EQ(pausedResult.wait_for(10s), std::future_status::ready);
+  Result<peer::RankTable> r = pausedResult.get();
+  EXPECT_LE(Clock::now() - withdrawn, 3s) << "a pause lasts at most 1 s";
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), Code::Unavailable) << r.status().toString();
+  EXPECT_THAT(r.status().message(), HasSubstr("withdrawn"));
+
+  client->withdraw(pending);
+  EXPECT_TRUE(server_->registry().waitForJoinedCount(key, 0, 10s)) << "the root kept rank 0";
+  auto answer = pendingAnswer.get_future();
+  ASSERT_EQ(answer.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(answer.get().status().code(), Code::Unavailable);
 }
 
 }  // namespace

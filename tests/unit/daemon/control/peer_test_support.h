@@ -68,11 +68,15 @@ class PeerFixture : public ::testing::Test {
     PeerServerOptions options;
     options.tokenPath = tokenPath_;
     options.defaultJoinTimeout = 20s;
+    configure(options);
     Result<std::unique_ptr<PeerServer>> server = PeerServer::start(options);
     ASSERT_TRUE(server.isOk()) << server.status().toString();
     server_ = std::move(server).value();
     root_ = "127.0.0.1:" + std::to_string(server_->port());
   }
+
+  // A fixture's changes to the root's options, before it starts.
+  virtual void configure(PeerServerOptions&) {}
 
   std::unique_ptr<PeerClient> newClient(const std::string& tokenPath) {
     PeerClientOptions options;
