@@ -1,37 +1,61 @@
 // hc-perf: measures hetero-commd's collectives the way nccl-tests measures NCCL's, from -N local
-// rank processes it forks itself, through hc_* or (--api nccl) the shim's NCCL API, and compares
-// allreduce with the one-pass memory-bound limit measured in this process first. Exits non-zero
-// on any error or wrong element.
+// rank processes it forks itself, through hc_* or (--api nccl) the shim's NCCL API. Rows of at
+// least 4x the last-level cache are set against the memory-bound floor of the daemon's one pass,
+// with memory bandwidth measured in this process right before and right after each such row
+// while the ranks wait; the daemon's CPU time per GB is printed beside the bandwidth. Exits
+// non-zero on any error or wrong element.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "bench/bound_model.h"
+#include "bench/daemon_cpu.h"
 #include "bench/launcher.h"
-#include "bench/membw.h"
 #include "bench/perf_api_nccl.h"
 #include "bench/perf_cases.h"
 #include "bench/perf_options.h"
 #include "bench/perf_table.h"
+#include "bench/stream_bench.h"
+#include "common/paths.h"
 
 namespace hc::bench {
 namespace {
 
-// The allreduce sizes that get a one-pass limit: every size from 1 MiB, and the largest.
-std::vector<size_t> limitSizes(const std::vector<Case>& cases) {
-  std::set<size_t> sizes;
-  size_t largest = 0;
-  for (const Case& c : cases) {
-    if (c.op != OpKind::AllReduce) continue;
-    if (c.bytes >= (size_t{1} << 20)) sizes.insert(c.bytes);
-    largest = std::max(largest, c.bytes);
+// Who the trailers' bound and CPU figures apply to, and the rows that get a bound (marked
+// measuredBound, so the ranks wait for the parent's measurement before them).
+BoundSetup planBounds(const Options& opts, std::vector<Case>* cases) {
+  BoundSetup setup;
+  // The bound covers one daemon's local step over host memory; across daemons the link bounds
+  // the run (bench/compare-peers measures it), and device buffers add copies (see
+  // bench/device-pipeline), so a bound would only mislead there.
+  if (!opts.membw) {
+    setup.noBoundReason = "-m 0";
+  } else if (opts.sockets.size() >= 2) {
+    setup.noBoundReason = "several daemons: the link, not memory, bounds the run";
+  } else if (anyRankOnDevice(opts)) {
+    setup.noBoundReason = "device buffers: copies the one-pass model does not count";
+  } else {
+    setup.llc = opts.llcBytes > 0 ? LastLevelCache{opts.llcBytes, "--llc"}
+                                  : lastLevelCache("/sys/devices/system/cpu/cpu0");
+    setup.bounds = setup.llc.bytes > 0;
+    if (!setup.bounds) setup.noBoundReason = "last-level cache " + setup.llc.source + "; see --llc";
   }
-  bool any = false;
-  for (const Case& c : cases) any = any || c.op == OpKind::AllReduce;
-  if (any) sizes.insert(largest);
-  return {sizes.begin(), sizes.end()};
+  if (setup.bounds) {
+    setup.streamBytes = std::max(kBoundMinCaches * setup.llc.bytes, size_t{64} << 20);
+    for (Case& c : *cases) {
+      c.measuredBound = c.op != OpKind::Barrier && rowGetsBound(c.bytes, setup.llc.bytes);
+    }
+  }
+  if (opts.sockets.size() >= 2) {
+    setup.noCpuReason = "several daemons";
+  } else {
+    std::string error;
+    setup.daemonPid = daemonPid(defaultSocketPath(), &error);
+    if (setup.daemonPid <= 0) setup.noCpuReason = "no daemon pid: " + error;
+  }
+  return setup;
 }
 
 // The communicator's id, made as the API's users make it: hc_get_unique_id, or ncclGetUniqueId
@@ -65,16 +89,8 @@ int run(int argc, char** argv) {
     size_t buffer = (std::max<size_t>(maxBufferBytes(cases), 1) + kAlign - 1) / kAlign * kAlign;
     ::setenv("HC_SEGMENT_BYTES", std::to_string(2 * buffer + 8 * kAlign).c_str(), 1);
   }
-  MemBwReport membw;
-  const std::vector<size_t> sizes = limitSizes(cases);
-  // The one-pass limit bounds one daemon's local step over host memory; across daemons the link
-  // bounds the run (bench/compare-peers measures it), and device buffers add copies (see
-  // bench/device-pipeline), so the limit would only mislead there.
-  const bool haveMembw =
-      opts.membw && !sizes.empty() && opts.sockets.size() < 2 && !anyRankOnDevice(opts);
-  if (haveMembw) membw = measureMemBw(opts.nranks, sizes);  // before any fork: it runs threads
-
-  TablePrinter table(opts, haveMembw ? &membw : nullptr);
+  const BoundSetup setup = planBounds(opts, &cases);
+  TablePrinter table(opts, setup);
   table.printPreamble(cases.size());
 
   // hc_get_unique_id asks the daemon for its Peer address, the root of a multi-daemon
@@ -89,19 +105,35 @@ int run(int argc, char** argv) {
   }
 
   RankSet ranks;
-  if (!ranks.start(opts, cases, id, &error)) {
+  if (!ranks.start(opts, cases, id, setup.daemonPid, &error)) {
     std::fprintf(stderr, "hc-perf: could not launch the ranks: %s\n", error.c_str());
     return 1;
   }
+  // Mapped after the fork, so the ranks do not inherit it; its threads start and end inside each
+  // measurement, while the ranks wait at their gate and the daemon has nothing to do.
+  StreamBench stream(setup.bounds ? setup.streamBytes : 0);
   std::vector<CaseReport> reports;
+  RowRates rates;
+  bool haveAfter = false;  // rates.after was measured right after the case before this one
   for (size_t i = 0; i < cases.size(); ++i) {
+    const bool bounded = cases[i].measuredBound;
+    if (bounded) {
+      rates.before = haveAfter ? rates.after : stream.measure();
+      if (!ranks.openGate(&error)) {
+        std::fprintf(stderr, "hc-perf: %s\n", error.c_str());
+        ranks.killAll();
+        return 1;
+      }
+    }
     if (!ranks.collect(static_cast<uint32_t>(i), &reports, &error)) {
       std::fflush(stdout);
       std::fprintf(stderr, "hc-perf: %s\n", error.c_str());
       ranks.killAll();
       return 1;
     }
-    table.printRow(cases[i], reports);
+    if (bounded) rates.after = stream.measure();
+    haveAfter = bounded;
+    table.printRow(cases[i], reports, bounded ? &rates : nullptr);
   }
   if (!ranks.finish(&error)) {
     std::fprintf(stderr, "hc-perf: %s\n", error.c_str());

@@ -16,9 +16,21 @@ namespace hc::bench {
 RankSet::~RankSet() { killAll(); }
 
 bool RankSet::start(const Options& opts, const std::vector<Case>& cases, const hc_unique_id_t& id,
-                    std::string* error) {
+                    pid_t daemonPid, std::string* error) {
   timeoutMs_ = opts.timeoutSec > 0 ? opts.timeoutSec * 1000 : -1;
-  const pid_t parent = ::getpid();
+  RankLink link;
+  link.parent = ::getpid();
+  link.daemonPid = daemonPid;
+  // One gate for every rank: a rank can take a second byte only after every rank has joined the
+  // case the first one opened, so each byte in the pipe belongs to the case being opened.
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0) {
+    *error = std::string("pipe2: ") + std::strerror(errno);
+    return false;
+  }
+  gateRead_ = gate[0];
+  gateWrite_ = gate[1];
+  link.gateFd = gateRead_;
   std::fflush(nullptr);  // buffered output would be written again by every child
   for (int r = 0; r < opts.nranks; ++r) {
     int p[2];
@@ -39,16 +51,35 @@ bool RankSet::start(const Options& opts, const std::vector<Case>& cases, const h
       // earlier read ends are the parent's business: close them too.
       for (const Rank& other : ranks_) ::close(other.fd);
       ::close(p[0]);
+      ::close(gateWrite_);
       if (!opts.sockets.empty()) {  // before the rank's first call, which connects
         ::setenv("HC_SOCKET", opts.sockets[static_cast<size_t>(daemonOfRank(opts, r))].c_str(), 1);
       }
-      ::_exit(runRank(opts, cases, id, r, p[1], parent));
+      link.reportFd = p[1];
+      ::_exit(runRank(opts, cases, id, r, link));
     }
     ::close(p[1]);
     Rank rank;
     rank.pid = pid;
     rank.fd = p[0];
     ranks_.push_back(rank);
+  }
+  ::close(gateRead_);
+  gateRead_ = -1;
+  return true;
+}
+
+bool RankSet::openGate(std::string* error) {
+  const std::string bytes(ranks_.size(), 'g');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(gateWrite_, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = std::string("opening the ranks' gate: ") + std::strerror(errno);
+      return false;
+    }
+    done += static_cast<size_t>(n);
   }
   return true;
 }
@@ -151,6 +182,10 @@ std::string RankSet::describeExit(int r) {
 }
 
 void RankSet::killAll() {
+  for (int* fd : {&gateRead_, &gateWrite_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
   for (Rank& rank : ranks_) {
     if (!rank.reaped) ::kill(rank.pid, SIGKILL);
   }

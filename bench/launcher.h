@@ -21,9 +21,13 @@ class RankSet {
   ~RankSet();  // kills and reaps ranks still running
 
   // Forks opts.nranks ranks; with several daemons (opts.sockets) each rank's HC_SOCKET names the
-  // daemon that hosts it. Call with no other threads running and stdio flushed.
+  // daemon that hosts it. Rank 0 reads daemonPid's CPU time around its timed batches (-1: none).
+  // Call with no other threads running and stdio flushed.
   bool start(const Options& opts, const std::vector<Case>& cases, const hc_unique_id_t& id,
-             std::string* error);
+             pid_t daemonPid, std::string* error);
+
+  // Lets every rank start the next case marked measuredBound; they wait until then.
+  bool openGate(std::string* error);
 
   // Reads every rank's report of case caseIndex into out (indexed by rank). False, with *error
   // saying which rank and why, when a rank reported a failure, died, or stalled past -T.
@@ -48,6 +52,8 @@ class RankSet {
 
   std::vector<Rank> ranks_;
   int timeoutMs_ = -1;
+  int gateRead_ = -1;  // the ranks' end of the gate; closed here once they are forked
+  int gateWrite_ = -1;
 };
 
 }  // namespace hc::bench

@@ -27,6 +27,9 @@ struct Case {
   int group;         // index of the (op, dtype, redop) table this row belongs to
   bool firstOfOp;    // print the column header before this row
   bool lastOfGroup;  // print the group's trailers after this row
+  // hc-perf measures memory bandwidth right before and after this case, for its bound, while
+  // the ranks wait (they start it only when the parent says so).
+  bool measuredBound = false;
 };
 
 std::vector<Case> buildCases(const Options& opts);

@@ -124,8 +124,9 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
   int membw = 1;
   CLI::App app{
       "hc-perf: nccl-tests-style benchmark of hetero-commd. Launches -N local ranks that link "
-      "libhcclient, times each collective out-of-place and in-place, checks results (-c 1), and "
-      "compares allreduce with the one-pass memory-bound limit measured in this process."};
+      "libhcclient, times each collective out-of-place and in-place, checks results (-c 1), "
+      "prints the daemon's CPU-seconds per GB, and compares rows of at least 4x the last-level "
+      "cache with the memory-bound floor measured right before and after each."};
   app.add_option("-b,--minbytes", minB, "smallest size (K/M/G suffixes)");
   app.add_option("-e,--maxbytes", maxB, "largest size");
   app.add_option("-f,--stepfactor", o.stepFactor, "multiply the size by this between rows");
@@ -165,8 +166,15 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
   app.add_option("-T,--timeout", o.timeoutSec,
                  "give up when ranks stall this many seconds (0: never)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("-m,--membw", membw, "measure the one-pass memory-bound limit (0/1)")
+  app.add_option("-m,--membw", membw,
+                 "measure memory bandwidth around rows of at least 4x the last-level cache and "
+                 "bound them (0/1)")
       ->check(CLI::Range(0, 1));
+  std::string llc;
+  app.add_option("--llc", llc,
+                 "the last-level cache size that decides which rows get a bound (K/M/G "
+                 "suffixes); default: sysfs, else what cpuid reports")
+      ->type_name("SIZE");
   app.add_option("--seed", o.seed, "seed of the checked data");
   std::string api = "hc";
   app.add_option("--api", api,
@@ -247,6 +255,11 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
                 std::to_string(o.nranks) + ": give one place for every rank, or one per rank");
   }
   o.membw = membw != 0;
+  if (!llc.empty()) {
+    auto bytes = parseSize(llc);
+    if (!bytes || *bytes == 0) return fail("--llc '" + llc + "' is not a size like 32M");
+    o.llcBytes = *bytes;
+  }
   *out = std::move(o);
   return std::nullopt;
 }

@@ -87,18 +87,25 @@ void TablePrinter::printPreamble(size_t caseCount) const {
     std::printf("# buffers: %s (device buffers are ordered on one sim stream per rank)\n",
                 places.c_str());
   }
-  if (membw_ != nullptr && membw_->plainBytes > 0) {
+  if (setup_.bounds) {
+    const size_t llc = setup_.llc.bytes;
+    std::printf("# bound: rows from %zu B, %zu x the last-level cache of %zu B (%s)\n",
+                kBoundMinCaches * llc, kBoundMinCaches, llc, setup_.llc.source.c_str());
     std::printf(
-        "# membw, in this process with %d threads over %d buffers of %zu B: "
-        "read+write %.2f GB/s\n",
-        membw_->threads, membw_->nbufs, membw_->plainBytes, membw_->plainGBs);
-    for (const auto& r : membw_->onePass) {
-      char t[32];
-      formatTime(r.timeUs, t, sizeof(t));
-      std::printf(
-          "#   one-pass allreduce of %d x %zu B: %s us, memory %.2f GB/s, busbw %.2f GB/s\n",
-          membw_->nbufs, r.bytes, t, r.memGBs, r.busBw);
-    }
+        "#   max(read / B_read, written / B_write): the daemon's one-pass bytes at the best "
+        "2-thread rates over %zu B, measured right before and after the row; hc-perf's "
+        "fraction = bound / time, above 100%% a measurement error\n",
+        setup_.streamBytes);
+  } else {
+    std::printf("# bound: none (%s)\n", setup_.noBoundReason.c_str());
+  }
+  if (setup_.daemonPid > 0) {
+    std::printf(
+        "# daemon CPU: hetero-commd pid %d, read by rank 0 around each timed batch; CPU-s/GB "
+        "per GB of the size column (allreduce: the GB reduced), '-' for batches under 50 ms\n",
+        static_cast<int>(setup_.daemonPid));
+  } else {
+    std::printf("# daemon CPU: not read (%s)\n", setup_.noCpuReason.c_str());
   }
   std::fflush(stdout);
 }
@@ -122,9 +129,11 @@ void TablePrinter::printColumnHeader(OpKind op) const {
               "");
 }
 
-void TablePrinter::printRow(const Case& c, const std::vector<CaseReport>& reports) {
+void TablePrinter::printRow(const Case& c, const std::vector<CaseReport>& reports,
+                            const RowRates* rates) {
   if (c.firstOfOp) printColumnHeader(c.op);
-  Row row{c.bytes, {0, 0}, false, 0, {0, 0}};
+  Row row{c, {-1, -1}, {0, 0}, {-1, -1}, false, 0, {0, 0}, rates != nullptr, {}};
+  if (rates != nullptr) row.rates = *rates;
   std::printf("%12zu  %12zu  %8s  %6s  %6i", c.bytes, c.count,
               c.op == OpKind::Barrier ? "none" : dtypeName(c.dtype), redopName(c.redop), c.root);
   for (int side = 0; side < 2; ++side) {
@@ -140,7 +149,11 @@ void TablePrinter::printRow(const Case& c, const std::vector<CaseReport>& report
     }
     double algBw = us > 0 ? static_cast<double>(c.bytes) / 1e3 / us : 0.0;  // bytes/1e9/s
     double busBw = algBw * busFactor(c.op, opts_.nranks);
+    row.timeUs[side] = us;
     row.busBw[side] = busBw;
+    for (const CaseReport& r : reports) {
+      if (r.daemonCpuSec[side] >= 0) row.cpuSec[side] = r.daemonCpuSec[side];
+    }
     if (c.op != OpKind::Barrier) {  // a barrier moves no data: keep it out of the average
       busBwSum_ += busBw;
       ++busBwCount_;
@@ -165,32 +178,73 @@ void TablePrinter::printRow(const Case& c, const std::vector<CaseReport>& report
   }
   group_.push_back(row);
   if (c.lastOfGroup) {
-    printTrailers(c);
+    printTrailers();
     group_.clear();
   }
   std::fflush(stdout);
 }
 
-void TablePrinter::printTrailers(const Case& last) const {
+void TablePrinter::printTrailers() {
   for (const Row& row : group_) {
     if (!row.hasMedian) continue;
-    std::printf("# median latency at %zu: %.2f us", row.bytes, row.medianUs);
+    std::printf("# median latency at %zu: %.2f us", row.c.bytes, row.medianUs);
     if (opts_.latency) std::printf(" (p10 %.2f, p90 %.2f)", row.tailUs[0], row.tailUs[1]);
     std::printf("\n");
   }
-  if (last.op != OpKind::AllReduce || membw_ == nullptr) return;
   constexpr size_t kEverySizeFrom = size_t{1} << 20;
+  const int flaggedBefore = aboveBound_;
   for (size_t i = 0; i < group_.size(); ++i) {
     const Row& row = group_[i];
-    if (row.bytes < kEverySizeFrom && i + 1 != group_.size()) continue;
-    const OnePassResult* limit = membw_->find(row.bytes);
-    if (limit == nullptr) continue;
-    double ratio = limit->busBw > 0 ? 100.0 * row.busBw[0] / limit->busBw : 0.0;
-    std::printf(
-        "# one-pass limit at %zu: busbw %.2f GB/s (memory %.2f GB/s); "
-        "hc-perf/limit = %.0f%%\n",
-        row.bytes, limit->busBw, limit->memGBs, ratio);
+    if (row.c.op == OpKind::Barrier) continue;  // no bytes: neither CPU per GB nor a bound
+    if (!row.bounded && row.c.bytes < kEverySizeFrom && i + 1 != group_.size()) continue;
+    if (row.bounded) {
+      const StreamMeasurement& b = row.rates.before;
+      const StreamMeasurement& a = row.rates.after;
+      std::printf(
+          "# rates at %zu: before read %.2f (%s) write %.2f (%s), after read %.2f (%s) "
+          "write %.2f (%s) GB/s; the higher of each counts\n",
+          row.c.bytes, b.best.readBps / 1e9, b.readKernel.c_str(), b.best.writeBps / 1e9,
+          b.writeKernel.c_str(), a.best.readBps / 1e9, a.readKernel.c_str(), a.best.writeBps / 1e9,
+          a.writeKernel.c_str());
+    }
+    for (int side = 0; side < 2; ++side) {
+      if (row.timeUs[side] >= 0) printSide(row, side);
+    }
   }
+  if (aboveBound_ > flaggedBefore) {
+    std::printf(
+        "# ! above 100%%: the row took less time than its memory traffic needs at the best rates "
+        "measured, which cannot be: the row's time or the rate measurement is wrong\n");
+  }
+}
+
+void TablePrinter::printSide(const Row& row, int side) {
+  const char* name = side == 0 ? "out-of-place" : "in-place";
+  const double gb = static_cast<double>(opts_.iters) * static_cast<double>(row.c.bytes) / 1e9;
+  // Another process's CPU clock leaves out the current run of a thread that is on a CPU at the
+  // moment of reading until a scheduler tick or switch accounts it (the daemon's IPC thread spins
+  // briefly after each operation), so a batch shorter than a few ticks reads near zero.
+  constexpr double kMinCpuBatchSec = 0.05;
+  const double batchSec = static_cast<double>(opts_.iters) * row.timeUs[side] * 1e-6;
+  char cpu[48] = "CPU-s/GB -";
+  if (row.cpuSec[side] >= 0 && gb > 0 && batchSec >= kMinCpuBatchSec) {
+    std::snprintf(cpu, sizeof(cpu), "CPU-s/GB %.3f", row.cpuSec[side] / gb);
+  }
+  std::printf("# at %zu %s: busbw %.2f GB/s, daemon %s", row.c.bytes, name, row.busBw[side], cpu);
+  if (!row.bounded) {
+    std::printf(", bound -\n");
+    return;
+  }
+  const OpBytes bytes = onePassBytes(row.c, opts_.nranks, side == 1);
+  const StreamRates rates = bestOf(row.rates.before.best, row.rates.after.best);
+  const double boundSec = boundSeconds(bytes, rates);
+  const BoundVerdict v = judgeRow(boundSec, row.timeUs[side] * 1e-6);
+  if (v.measurementError) ++aboveBound_;
+  std::printf(
+      ", bound %.0f us (read %.0f B at %.2f, write %.0f B at %.2f GB/s), "
+      "hc-perf %.0f%% of the bound%s\n",
+      boundSec * 1e6, bytes.read, rates.readBps / 1e9, bytes.written, rates.writeBps / 1e9,
+      100.0 * v.fraction, v.measurementError ? " ! measurement error" : "");
 }
 
 void TablePrinter::printFooter() const {
@@ -198,6 +252,10 @@ void TablePrinter::printFooter() const {
   std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrongTotal_),
               wrongTotal_ != 0 ? "FAILED" : "OK");
   std::printf("# Avg bus bandwidth    : %g\n", avg);
+  if (aboveBound_ > 0) {
+    std::printf("# Rows above their bound: %d (measurement errors, see the '!' lines)\n",
+                aboveBound_);
+  }
   std::printf("# api: %s%s\n", apiName(opts_.api), opts_.latency ? ", latency mode" : "");
   std::printf("#\n");
   std::fflush(stdout);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "bench/check_data.h"
+#include "bench/daemon_cpu.h"
 #include "bench/perf_api_nccl.h"
 #include "bench/rank_buffers.h"
 
@@ -26,8 +27,14 @@ double microsSince(Clock::time_point t0) {
 
 class RankRunner {
  public:
-  RankRunner(const Options& opts, const std::vector<Case>& cases, int rank, int fd)
-      : opts_(opts), cases_(cases), rank_(rank), fd_(fd), useNccl_(opts.api == Api::Nccl) {}
+  RankRunner(const Options& opts, const std::vector<Case>& cases, int rank, const RankLink& link)
+      : opts_(opts),
+        cases_(cases),
+        rank_(rank),
+        fd_(link.reportFd),
+        gateFd_(link.gateFd),
+        daemonPid_(rank == 0 ? link.daemonPid : -1),
+        useNccl_(opts.api == Api::Nccl) {}
 
   int run(const hc_unique_id_t& id) {
     hc_status_t st = HC_OK;
@@ -50,6 +57,7 @@ class RankRunner {
     recv_ = buffers_.recv();
     stream_ = buffers_.stream();
     for (size_t i = 0; i < cases_.size(); ++i) {
+      if (cases_[i].measuredBound && !waitForGate()) return 1;
       if (int rc = runCase(static_cast<uint32_t>(i)); rc != 0) return rc;
     }
     const auto end = static_cast<uint32_t>(cases_.size());
@@ -79,9 +87,15 @@ class RankRunner {
     // Operations without an in-place form report only the out-of-place side (r.timeUs[1] < 0).
     const int sides = hasInPlace(c.op) ? 2 : 1;
     r.timeUs[1] = -1;
+    r.daemonCpuSec[0] = r.daemonCpuSec[1] = -1;
     hc_status_t st = timed(c, false, opts_.warmup, nullptr);
     for (int inPlace = 0; inPlace < sides && st == HC_OK; ++inPlace) {
+      // The daemon's CPU time over the batch, read where this rank's timing starts and ends:
+      // no other rank's operation of this batch completes outside that window.
+      const double cpu0 = processCpuSeconds(daemonPid_);
       st = timed(c, inPlace != 0, opts_.iters, &r.timeUs[inPlace]);
+      const double cpu1 = processCpuSeconds(daemonPid_);
+      if (cpu0 >= 0 && cpu1 >= cpu0) r.daemonCpuSec[inPlace] = cpu1 - cpu0;
       // In latency mode the out-of-place samples give the median; no extra pass.
       if (st == HC_OK && opts_.latency && inPlace == 0) {
         r.medianUs = median(&samples_);
@@ -352,6 +366,17 @@ class RankRunner {
     return 1;
   }
 
+  // Blocks until the parent lets this case start (one byte per rank and case).
+  bool waitForGate() {
+    char go;
+    for (;;) {
+      ssize_t n = ::read(gateFd_, &go, 1);
+      if (n == 1) return true;
+      if (n < 0 && errno == EINTR) continue;
+      return false;  // the parent is gone or closed the gate: end the rank
+    }
+  }
+
   bool report(const CaseReport& r) {
     const char* p = reinterpret_cast<const char*>(&r);
     size_t left = sizeof(r);
@@ -369,7 +394,9 @@ class RankRunner {
   const std::vector<Case>& cases_;
   const int rank_;
   const int fd_;
-  const bool useNccl_;  // --api nccl: nccl_ holds the communicator, comm_ stays null
+  const int gateFd_;
+  const pid_t daemonPid_;  // rank 0 only; -1 elsewhere
+  const bool useNccl_;     // --api nccl: nccl_ holds the communicator, comm_ stays null
   hc_comm_t comm_ = nullptr;
   NcclRank nccl_;
   bool ncclFailed_ = false;  // an NCCL call failed: its text is nccl_.error()
@@ -385,11 +412,11 @@ class RankRunner {
 }  // namespace
 
 int runRank(const Options& opts, const std::vector<Case>& cases, const hc_unique_id_t& id, int rank,
-            int reportFd, pid_t parent) {
+            const RankLink& link) {
   // A rank outliving the parent would wait in a collective forever; die with it instead.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) return 1;  // the parent died before prctl took effect
-  RankRunner runner(opts, cases, rank, reportFd);
+  if (::getppid() != link.parent) return 1;  // the parent died before prctl took effect
+  RankRunner runner(opts, cases, rank, link);
   return runner.run(id);
 }
 

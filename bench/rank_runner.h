@@ -3,6 +3,8 @@
 // each case to the parent over its pipe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -24,13 +26,26 @@ struct CaseReport {
   int64_t wrong[2];   // wrong elements of the checked runs; -1 when not checked (-c 0)
   double medianUs;    // median of blocking post + wait, out-of-place
   double tailUs[2];   // --latency: the 10th and 90th percentiles beside the median
-  char message[432];  // when status != HC_OK: hc_get_error_string + hc_get_last_error
+  // CPU seconds the daemon spent over each timed batch (out-of-place, in-place), read by rank 0
+  // around its timed loop; < 0 when not read (no daemon pid, another rank, or not run).
+  double daemonCpuSec[2];
+  char message[416];  // when status != HC_OK: hc_get_error_string + hc_get_last_error
 };
 static_assert(sizeof(CaseReport) <= 512);
+
+// What a rank shares with the parent besides the case list.
+struct RankLink {
+  int reportFd = -1;  // the rank writes one CaseReport per case here
+  // Before a case with measuredBound, the rank reads one byte here: the parent has measured the
+  // memory bandwidth and the CPUs are the ranks' again.
+  int gateFd = -1;
+  pid_t parent = -1;
+  pid_t daemonPid = -1;  // the daemon whose CPU time rank 0 reads; -1: none
+};
 
 // Runs rank `rank` and returns the child's exit code. Never returns to the caller's other work:
 // the child must _exit() with the result.
 int runRank(const Options& opts, const std::vector<Case>& cases, const hc_unique_id_t& id, int rank,
-            int reportFd, pid_t parent);
+            const RankLink& link);
 
 }  // namespace hc::bench
