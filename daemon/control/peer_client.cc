@@ -284,8 +284,13 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
 
   void finish(Result<peer::RankTable> result) {
     {
+      // The join is over: a withdraw() from now on finds nothing to take back (or to remember).
       std::lock_guard<std::mutex> lock(inFlight_->mutex);
       inFlight_->withdrawn.erase(id_);
+      auto it = inFlight_->calls.find(id_);
+      if (it != inFlight_->calls.end() && it->second.lock().get() == this) {
+        inFlight_->calls.erase(it);
+      }
     }
     JoinCallback done = std::move(done_);
     done(std::move(result));
