@@ -96,8 +96,10 @@ constexpr uint64_t kFirstCommIdentity = 256;
 // and a communicator forms only among daemons of one version. Bump it with any change to those.
 // Version 1: 16 identity bits taken from the key; 2: the fields above; 3: the engine's notices
 // of 2048 bytes, goodbyes with send counts (daemon/session/notices.h); 4: an op's failure
-// notice carries its origin and words, 512 bytes (daemon/coll/net/op_notice.h).
-constexpr uint32_t kWireVersion = 4;
+// notice carries its origin and words, 512 bytes (daemon/coll/net/op_notice.h); 5: the UCX
+// backend's hellos and headers carry the receiver's secret, and its address holds it
+// (daemon/transport/ucx/ucx_wire.h, "Proof").
+constexpr uint32_t kWireVersion = 5;
 
 // A message that arrived with no receive posted, as dropUnexpected() shows it.
 struct UnexpectedMessage {

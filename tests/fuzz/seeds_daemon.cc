@@ -125,17 +125,19 @@ void addWire(std::vector<Seed>* seeds, const std::string& name, std::vector<uint
 
 void wireSeeds(std::vector<Seed>* seeds) {
   using namespace transport::ucx;
+  const Secret secret = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
   HelloMessage hello;
   hello.stamp = 42;
   hello.uuid = 0x1122334455667788ull;
+  hello.secret = secret;
   addWire(seeds, "hello", bytesOf(hello), false);
   const transport::Tag tag = transport::makeTag(0xabcdef, 17, 3);
-  std::vector<uint8_t> inlined = bytesOf(makeHeader(ControlKind::Inline, tag, 5));
+  std::vector<uint8_t> inlined = bytesOf(makeHeader(ControlKind::Inline, tag, 5, secret));
   for (uint8_t b : {1, 2, 3, 4, 5}) inlined.push_back(b);
   addWire(seeds, "inline", inlined, false);
-  addWire(seeds, "header", bytesOf(makeHeader(ControlKind::Header, tag, 1 << 20)), false);
+  addWire(seeds, "header", bytesOf(makeHeader(ControlKind::Header, tag, 1 << 20, secret)), false);
   // A later version's longer header: the fields this one knows, 8 bytes more, then the payload.
-  MessageHeader longer = makeHeader(ControlKind::Inline, tag, 2);
+  MessageHeader longer = makeHeader(ControlKind::Inline, tag, 2, secret);
   longer.headerBytes = sizeof(MessageHeader) + 8;
   std::vector<uint8_t> extended = bytesOf(longer);
   extended.resize(longer.headerBytes, 0xee);
@@ -143,7 +145,7 @@ void wireSeeds(std::vector<Seed>* seeds) {
   extended.push_back(8);
   addWire(seeds, "inline_longer_header", extended, false);
   const uint8_t worker[] = {0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80};
-  addWire(seeds, "address", encodeAddress(0x0123456789abcdefull, worker), true);
+  addWire(seeds, "address", encodeAddress(0x0123456789abcdefull, secret, worker), true);
 }
 
 void noticeSeeds(std::vector<Seed>* seeds) {

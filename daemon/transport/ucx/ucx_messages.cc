@@ -107,7 +107,7 @@ void UcxTransportImpl::issueSend(Peer& peer, Request& request) {
   ucs_status_ptr_t result;
   if (request.capacity <= options_.inlineBytes && request.memory == MemoryKind::Host) {
     // One UCX message: the header, then the payload gathered from the caller's buffer.
-    request.header = makeHeader(ControlKind::Inline, request.tag, request.capacity);
+    request.header = makeHeader(ControlKind::Inline, request.tag, request.capacity, peer.secret);
     request.iov[0] = {&request.header, sizeof(MessageHeader)};
     request.iov[1] = {request.buf, request.capacity};
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
@@ -117,7 +117,7 @@ void UcxTransportImpl::issueSend(Peer& peer, Request& request) {
   } else {
     // The header, then the payload as its own message: the receiver takes it by UCX's
     // rendezvous straight into the posted buffer once the header has matched.
-    request.header = makeHeader(ControlKind::Header, request.tag, request.capacity);
+    request.header = makeHeader(ControlKind::Header, request.tag, request.capacity, peer.secret);
     std::vector<uint8_t> header(sizeof(MessageHeader));
     std::memcpy(header.data(), &request.header, sizeof(MessageHeader));
     sendInternal(peer.ep, controlTag(*peer.stamp, sequence), std::move(header));
@@ -182,10 +182,15 @@ void UcxTransportImpl::deliver(Request& request, Arrival& arrival) {
   withMemoryType(param, request.memory);
   param.cb.recv = &UcxTransportImpl::onRecvDone;
   param.user_data = &request;
-  // The sender stamped its data with our id for it, which is the request's peer.
-  ucs_status_ptr_t result =
-      ucp_tag_recv_nbx(worker_->get(), request.buf, arrival.bytes,
-                       dataTag(request.peer, arrival.sequence), kFullMask, &param);
+  // The sender stamped its data with our id for it, which is the request's peer. The data may
+  // have been taken out of UCX already (dropUnannouncedData()); else it is received by its tag.
+  ucs_status_ptr_t result;
+  if (ucp_tag_message_h message = takeAnnounced(request.peer, arrival.sequence)) {
+    result = ucp_tag_msg_recv_nbx(worker_->get(), request.buf, arrival.bytes, message, &param);
+  } else {
+    result = ucp_tag_recv_nbx(worker_->get(), request.buf, arrival.bytes,
+                              dataTag(request.peer, arrival.sequence), kFullMask, &param);
+  }
   if (result == nullptr) {
     // Done at once: UCX 1.13 leaves recv_info unfilled then. The data message is as long as its
     // header said (a longer one would have failed as truncated).
@@ -308,14 +313,33 @@ void UcxTransportImpl::drainData(PeerId stamp, uint64_t sequence) {
   // A zero-byte receive: UCX ends it as truncated and, for a rendezvous, still releases the
   // sender.
   ucp_request_param_t param = contiguous();
+  if (ucp_tag_message_h message = takeAnnounced(stamp, sequence)) {
+    keepInternal(ucp_tag_msg_recv_nbx(worker_->get(), &dropSink, 0, message, &param), {});
+    return;
+  }
   keepInternal(
       ucp_tag_recv_nbx(worker_->get(), &dropSink, 0, dataTag(stamp, sequence), kFullMask, &param),
       {}, stamp);
 }
 
+ucp_tag_message_h UcxTransportImpl::takeAnnounced(PeerId stamp, uint64_t sequence) {
+  auto it = announced_.find(dataTag(stamp, sequence));
+  if (it == announced_.end()) return nullptr;
+  ucp_tag_message_h message = it->second;
+  announced_.erase(it);
+  return message;
+}
+
 void UcxTransportImpl::dropArrivedData(PeerId stamp) {
   ucp_worker_h worker = worker_->get();
   ucp_request_param_t param = contiguous();
+  std::erase_if(announced_, [&](const auto& entry) {
+    if (stampOf(entry.first) != stamp) return false;
+    if (entry.second != nullptr) {
+      keepInternal(ucp_tag_msg_recv_nbx(worker, &dropSink, 0, entry.second, &param), {});
+    }
+    return true;
+  });
   ucp_tag_recv_info_t info;
   while (ucp_tag_message_h message =
              ucp_tag_probe_nb(worker, dataTag(stamp, 0), kControlBit | kStampMask, 1, &info)) {

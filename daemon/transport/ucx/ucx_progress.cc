@@ -1,5 +1,5 @@
 // UcxTransportImpl: progress(), the control-message inbox, hellos, what strangers send (the
-// bounds are explained in ucx_wire.h, "Strangers"), and the wakeup fd.
+// bounds and the proof are explained in ucx_wire.h, "Strangers" and "Proof"), and the wakeup fd.
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "daemon/transport/ucx/ucx_status.h"
 #include "daemon/transport/ucx/ucx_transport_impl.h"
@@ -24,8 +26,8 @@ constexpr int kMaxSpins = 16;
 // Zero-byte receives that drop a message still want a buffer address.
 uint8_t dropSink;
 
-// How often progress() looks for data messages under stamps never handed out. Between two looks
-// UCX holds at most what arrives meanwhile.
+// How often progress() looks for data messages that no header announced. Between two looks UCX
+// holds at most what arrives meanwhile.
 constexpr auto kStraySweepInterval = std::chrono::milliseconds(1);
 
 }  // namespace
@@ -46,8 +48,9 @@ size_t UcxTransportImpl::progress() {
   (void)!::read(wakeFd_.get(), &counter, sizeof(counter));
   wakePending_ = false;
   inProgress_ = true;
+  bool sweep = false;
   if (const auto now = std::chrono::steady_clock::now(); now >= nextStraySweep_) {
-    dropStrayData();  // before the rounds, so that they progress what it posts
+    sweep = true;
     nextStraySweep_ = now + kStraySweepInterval;
   }
   ucp_worker_h worker = worker_->get();
@@ -60,6 +63,13 @@ size_t UcxTransportImpl::progress() {
       events += found;
     }
     pumpControl();
+    if (std::exchange(sweep, false)) {
+      // Right after pumpControl(), with no worker progress between: a data message UCX holds
+      // now came after its header, which pumpControl() has taken. Early in the rounds, so that
+      // the later ones progress the drops it posts.
+      dropStrayData();
+      dropUnannouncedData();
+    }
     handleEndpointFailures();
     pollInternalOps();
     if (!ready_.empty() || !failureReports_.empty()) break;  // report now; the owner returns
@@ -228,7 +238,19 @@ void UcxTransportImpl::handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes
     });
     return;
   }
-  if (message->kind == ControlKind::Hello) {
+  const bool isHello = message->kind == ControlKind::Hello;
+  if (!sameSecret(isHello ? message->hello.secret : message->header.secret, secret_)) {
+    // Not from a daemon that was handed our address in a rank table. A forged header's data, if
+    // any follows, is announced by nothing and dropUnannouncedData() drops it.
+    refuse(refusals_.unprovenControl, [&] {
+      return fmt::format(
+          "dropped a {} without this daemon's secret ({} B, tag {:#x}): not from a member of any "
+          "of its communicators",
+          isHello ? "hello" : "message", bytes.size(), ucxTag);
+    });
+    return;
+  }
+  if (isHello) {
     handleHello(message->hello);
     return;
   }
@@ -248,6 +270,7 @@ void UcxTransportImpl::handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes
                   .arrived = arrived};
   auto waiting = posted_.find(key);
   if (waiting == posted_.end()) {
+    if (!arrival.isInline) announced_.emplace(dataTag(from, sequence), nullptr);
     unexpected_[key].push_back(std::move(arrival));
     return;
   }
@@ -343,6 +366,36 @@ void UcxTransportImpl::dropStrayData() {
   }
 }
 
+void UcxTransportImpl::dropUnannouncedData() {
+  ucp_worker_h worker = worker_->get();
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+  param.datatype = ucp_dt_make_contig(1);
+  // A header still in the inbox may announce a data message UCX holds: its sender waits.
+  std::vector<PeerId> waiting;
+  for (const InboxEntry& entry : inbox_) waiting.push_back(stampOf(entry.ucxTag));
+  for (const auto& [id, peer] : peers_) {
+    if (peer->failed) continue;  // its data is dropped with it (handleEndpointFailures())
+    if (std::find(waiting.begin(), waiting.end(), id) != waiting.end()) continue;
+    ucp_tag_recv_info_t info;
+    while (ucp_tag_message_h message =
+               ucp_tag_probe_nb(worker, dataTag(id, 0), kControlBit | kStampMask, 1, &info)) {
+      auto announced = announced_.find(info.sender_tag);
+      if (announced != announced_.end() && announced->second == nullptr) {
+        announced->second = message;  // its receive takes it (deliver(), drainData())
+        continue;
+      }
+      refuse(refusals_.unannouncedData, [&] {
+        return fmt::format(
+            "dropped unread a data message of {} B stamped {} (tag {:#x}): no header of that peer "
+            "announced it",
+            info.length, id, info.sender_tag);
+      });
+      keepInternal(ucp_tag_msg_recv_nbx(worker, &dropSink, 0, message, &param), {});
+    }
+  }
+}
+
 size_t UcxTransportImpl::controlArriving() const {
   return static_cast<size_t>(std::count_if(inbox_.begin(), inbox_.end(),
                                            [](const InboxEntry& e) { return e.ucx != nullptr; }));
@@ -353,10 +406,12 @@ StrangerCounts UcxTransportImpl::strangerCounts() const {
   counts.oversizedControl = refusals_.oversizedControl.total();
   counts.unknownStamp = refusals_.unknownStamp.total();
   counts.malformedControl = refusals_.malformedControl.total();
+  counts.unprovenControl = refusals_.unprovenControl.total();
   counts.repeatedHellos = refusals_.repeatedHellos.total();
   counts.evictedHellos = refusals_.evictedHellos.total();
   counts.slowHellos = refusals_.slowHellos.total();
   counts.strayData = refusals_.strayData.total();
+  counts.unannouncedData = refusals_.unannouncedData.total();
   return counts;
 }
 

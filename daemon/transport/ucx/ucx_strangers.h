@@ -2,10 +2,11 @@
 // Private to daemon/transport/ucx; no UCX types (unit tested without UCX).
 //
 // Why this exists: UCX accepts a connection from anyone who has a worker's address, and its tag
-// API does not say which endpoint a message came from, so until hellos carry a proof (see
-// ucx_wire.h, "Strangers") any endpoint may send any bytes under any tag. The backend therefore
-// never sizes an allocation by what a message announces, holds a bounded table for hellos of
-// endpoints it has not connected to, and counts what it refuses. A refusal is logged at most once
+// API does not say which endpoint a message came from, so any endpoint may send any bytes under
+// any tag, and the backend must read some of them to find that they lack the receiver's secret
+// (ucx_wire.h, "Strangers" and "Proof"). The backend therefore never sizes an allocation by what
+// a message announces, holds a bounded table for hellos of endpoints it has not connected to,
+// and counts what it refuses. A refusal is logged at most once
 // per RefusalCounter::kLogInterval per kind: a flood must not turn into a log flood.
 #pragma once
 
@@ -47,10 +48,12 @@ struct StrangerCounts {
   uint64_t oversizedControl = 0;  // control messages longer than any daemon sends: dropped unread
   uint64_t unknownStamp = 0;      // control messages under a stamp never handed out: dropped unread
   uint64_t malformedControl = 0;  // control messages that parse as nothing we send
+  uint64_t unprovenControl = 0;   // hellos and headers without this transport's secret
   uint64_t repeatedHellos = 0;    // hellos naming an endpoint whose stamp is set: ignored
   uint64_t evictedHellos = 0;     // pending hellos dropped, oldest first, beyond the bound
   uint64_t slowHellos = 0;        // hellos still arriving beyond a few at once: left unread
   uint64_t strayData = 0;         // data messages under a stamp never handed out: dropped unread
+  uint64_t unannouncedData = 0;   // data messages under a live stamp that no header announced
 };
 
 // Stamps from hellos of endpoints not connected to yet, by their uuid: a peer daemon that connects

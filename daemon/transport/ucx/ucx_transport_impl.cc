@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 
 #include "daemon/transport/ucx/ucx_status.h"
@@ -39,6 +41,21 @@ uint64_t randomUuid() {
   return uuid;
 }
 
+// Fills `out` from the kernel's CSPRNG (getrandom(2)), which blocks only before the pool was first
+// seeded at boot.
+Status fillRandom(std::span<uint8_t> out) {
+  size_t filled = 0;
+  while (filled < out.size()) {
+    const ssize_t got = ::getrandom(out.data() + filled, out.size() - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return systemError("ucx: getrandom", errno);
+    }
+    filled += static_cast<size_t>(got);
+  }
+  return okStatus();
+}
+
 Status addToEpoll(int epollFd, int fd) {
   epoll_event event{};
   event.events = EPOLLIN;
@@ -65,16 +82,21 @@ Result<std::unique_ptr<UcxTransportImpl>> UcxTransportImpl::create(const UcxOpti
   if (!epollFd.valid()) return systemError("ucx: epoll_create1", errno);
   HC_RETURN_IF_ERROR(addToEpoll(epollFd.get(), (*worker)->eventFd()));
   HC_RETURN_IF_ERROR(addToEpoll(epollFd.get(), wakeFd.get()));
-  return std::unique_ptr<UcxTransportImpl>(new UcxTransportImpl(
-      options, std::move(worker.value()), randomUuid(), std::move(epollFd), std::move(wakeFd)));
+  Secret secret;
+  HC_RETURN_IF_ERROR(fillRandom(secret));
+  return std::unique_ptr<UcxTransportImpl>(
+      new UcxTransportImpl(options, std::move(worker.value()), randomUuid(), secret,
+                           std::move(epollFd), std::move(wakeFd)));
 }
 
 UcxTransportImpl::UcxTransportImpl(const UcxOptions& options, std::unique_ptr<UcxWorker> worker,
-                                   uint64_t uuid, UniqueFd epollFd, UniqueFd wakeFd)
+                                   uint64_t uuid, const Secret& secret, UniqueFd epollFd,
+                                   UniqueFd wakeFd)
     : options_(options),
       worker_(std::move(worker)),
       uuid_(uuid),
-      address_(encodeAddress(uuid, worker_->address())),
+      secret_(secret),
+      address_(encodeAddress(uuid, secret, worker_->address())),
       epollFd_(std::move(epollFd)),
       wakeFd_(std::move(wakeFd)),
       pendingHellos_(options.maxPendingHellos) {}
@@ -134,6 +156,11 @@ Result<PeerId> UcxTransportImpl::connect(const PeerAddress& address) {
   peer->owner = this;
   peer->id = nextPeer_;
   peer->uuid = decoded->uuid;
+  peer->secret = decoded->secret;
+  uint64_t firstSequence = 0;
+  HC_RETURN_IF_ERROR(
+      fillRandom({reinterpret_cast<uint8_t*>(&firstSequence), sizeof(firstSequence)}));
+  peer->nextSequence = firstSequence & kSequenceMask;
   peer->workerAddress.assign(decoded->worker.begin(), decoded->worker.end());
   // It may have connected to us first: its hello is waiting. If not, ours asks for it (it may
   // still be on its way, or a flood of hellos may have pushed it out of the pending ones).
@@ -169,6 +196,7 @@ void UcxTransportImpl::sendHello(Peer& peer) {
   hello.flags = peer.stamp ? 0 : kHelloWantsHello;
   hello.stamp = peer.id;
   hello.uuid = uuid_;
+  hello.secret = peer.secret;
   std::vector<uint8_t> storage(sizeof(hello));
   std::memcpy(storage.data(), &hello, sizeof(hello));
   sendInternal(peer.ep, controlTag(0, 0), std::move(storage));

@@ -15,8 +15,9 @@
 //   over the UCX worker's event fd and an eventfd of ours that signals states made final outside
 //   progress() (matches in postRecv(), cancel(), disconnect()).
 // - Anyone may open an endpoint to the worker and send under any tag: what such a stranger can
-//   make the transport hold is bounded, and what it refuses is counted (ucx_wire.h, "Strangers";
-//   ucx_strangers.h).
+//   make the transport hold is bounded, what it refuses is counted (ucx_wire.h, "Strangers";
+//   ucx_strangers.h), and only messages that carry this transport's secret are taken (ucx_wire.h,
+//   "Proof").
 // - A failed endpoint is only recorded inside UCX's error callback; progress() then fails the
 //   peer's requests with Unavailable, closes the endpoint and calls the handler once, with no UCX
 //   callback on the stack.
@@ -86,6 +87,7 @@ class UcxTransportImpl final : public Transport {
     UcxTransportImpl* owner;
     PeerId id;
     uint64_t uuid;
+    Secret secret;  // its own, from its address: every hello and header we send it carries it
     std::vector<uint8_t> workerAddress;
     ucp_ep_h ep = nullptr;   // open from the first connect() until failure or teardown
     bool connected = false;  // by connect(), until disconnect()
@@ -95,6 +97,7 @@ class UcxTransportImpl final : public Transport {
     // hello naming this uuid is the one the peer sent when it opened its endpoint to us.
     std::optional<PeerId> stamp;
     bool helloResent = false;  // we answered a kHelloWantsHello from it (once per peer)
+    // Starts at a random offset (ucx_wire.h, "Proof"): our data tags to it are not guessable.
     uint64_t nextSequence = 0;
     std::deque<RequestId> held;
   };
@@ -164,7 +167,7 @@ class UcxTransportImpl final : public Transport {
   };
 
   UcxTransportImpl(const UcxOptions& options, std::unique_ptr<UcxWorker> worker, uint64_t uuid,
-                   UniqueFd epollFd, UniqueFd wakeFd);
+                   const Secret& secret, UniqueFd epollFd, UniqueFd wakeFd);
 
   // ---- connections (ucx_transport_impl.cc) ----
   Status openEndpoint(Peer& peer);
@@ -201,8 +204,12 @@ class UcxTransportImpl final : public Transport {
   // Receives and drops the data message (stamp, sequence) whose header will never match, now or
   // whenever it arrives.
   void drainData(PeerId stamp, uint64_t sequence);
-  // Receives and drops every data message from `stamp` that UCX holds unmatched.
+  // Receives and drops every data message from `stamp` that UCX holds unmatched, and those taken
+  // out of UCX for headers of it (announced_).
   void dropArrivedData(PeerId stamp);
+  // The data message (stamp, sequence) that dropUnannouncedData() took out of UCX, if it did;
+  // either way the header's announcement ends here.
+  ucp_tag_message_h takeAnnounced(PeerId stamp, uint64_t sequence);
   void sendInternal(ucp_ep_h ep, uint64_t ucxTag, std::vector<uint8_t> storage);
   void keepInternal(ucs_status_ptr_t result, std::vector<uint8_t> storage, PeerId drainFrom = 0);
 
@@ -220,6 +227,11 @@ class UcxTransportImpl final : public Transport {
   // Receives into nothing every data message under a stamp never handed out (0, or nextPeer_
   // and above): no peer sent it, and no receive will ever take it.
   void dropStrayData();
+  // Takes out of UCX every data message under a live peer's stamp: one that a proven header
+  // announced is kept for its receive (announced_); any other was not sent by that peer and is
+  // dropped unread. Runs right after pumpControl(), when every header sent before a data message
+  // that UCX holds has been taken; skips stamps with a control message still in the inbox.
+  void dropUnannouncedData();
   void handleControl(uint64_t ucxTag, std::vector<uint8_t> bytes,
                      std::chrono::steady_clock::time_point arrived);
   void handleHello(const HelloMessage& hello);
@@ -232,6 +244,7 @@ class UcxTransportImpl final : public Transport {
   const UcxOptions options_;
   std::unique_ptr<UcxWorker> worker_;
   const uint64_t uuid_;
+  const Secret secret_;  // what every message to us must carry (ucx_wire.h, "Proof")
   const std::vector<uint8_t> address_;
   UniqueFd epollFd_;  // over worker_->eventFd() and wakeFd_
   UniqueFd wakeFd_;
@@ -246,6 +259,9 @@ class UcxTransportImpl final : public Transport {
   RequestId nextRequest_ = 1;
   std::unordered_map<MatchKey, std::deque<RequestId>, MatchKeyHash> posted_;
   std::unordered_map<MatchKey, std::deque<Arrival>, MatchKeyHash> unexpected_;
+  // The data messages that headers in unexpected_ announced, by their UCX tag: the message once
+  // dropUnannouncedData() took it out of UCX, else null (it is still arriving, or in UCX).
+  std::unordered_map<uint64_t, ucp_tag_message_h> announced_;
   std::deque<InboxEntry> inbox_;
   // Hellos in the inbox still being received (see pumpControl()), at most kMaxHellosInFlight.
   static constexpr size_t kMaxHellosInFlight = 64;
@@ -262,8 +278,8 @@ class UcxTransportImpl final : public Transport {
   // What was refused from strangers (StrangerCounts says what each is), and when progress()
   // last looked for stray data.
   struct Refusals {
-    RefusalCounter oversizedControl, unknownStamp, malformedControl, repeatedHellos, evictedHellos,
-        slowHellos, strayData;
+    RefusalCounter oversizedControl, unknownStamp, malformedControl, unprovenControl,
+        repeatedHellos, evictedHellos, slowHellos, strayData, unannouncedData;
   } refusals_;
   std::chrono::steady_clock::time_point nextStraySweep_{};
 };

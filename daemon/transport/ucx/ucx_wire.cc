@@ -11,10 +11,19 @@ struct AddressPrefix {
   uint16_t version = kWireVersion;
   uint16_t reserved = 0;
   uint64_t uuid = 0;
+  Secret secret{};
 };
-static_assert(sizeof(AddressPrefix) == 16);
+static_assert(sizeof(AddressPrefix) == 32);
 
 }  // namespace
+
+bool sameSecret(const Secret& a, const Secret& b) {
+  uint8_t differ = 0;
+  for (size_t i = 0; i < kSecretBytes; ++i) differ |= a[i] ^ b[i];
+  // Through a volatile read, so that the compiler keeps the whole loop.
+  const volatile uint8_t result = differ;
+  return result == 0;
+}
 
 std::optional<ControlMessage> parseControl(std::span<const uint8_t> bytes) {
   if (bytes.size() < sizeof(HelloMessage)) return std::nullopt;
@@ -49,9 +58,11 @@ std::optional<ControlMessage> parseControl(std::span<const uint8_t> bytes) {
   return std::nullopt;
 }
 
-std::vector<uint8_t> encodeAddress(uint64_t uuid, std::span<const uint8_t> worker) {
+std::vector<uint8_t> encodeAddress(uint64_t uuid, const Secret& secret,
+                                   std::span<const uint8_t> worker) {
   AddressPrefix prefix;
   prefix.uuid = uuid;
+  prefix.secret = secret;
   std::vector<uint8_t> bytes(sizeof(prefix) + worker.size());
   std::memcpy(bytes.data(), &prefix, sizeof(prefix));
   if (!worker.empty()) std::memcpy(bytes.data() + sizeof(prefix), worker.data(), worker.size());
@@ -65,7 +76,7 @@ std::optional<EndpointAddress> decodeAddress(std::span<const uint8_t> bytes) {
   if (prefix.magic != kAddressMagic || prefix.version != kWireVersion || prefix.uuid == 0) {
     return std::nullopt;
   }
-  return EndpointAddress{prefix.uuid, bytes.subspan(sizeof(prefix))};
+  return EndpointAddress{prefix.uuid, prefix.secret, bytes.subspan(sizeof(prefix))};
 }
 
 }  // namespace hc::transport::ucx

@@ -32,15 +32,28 @@
 // sizeof(HelloMessage) under stamp 0, or under the stamp of a live peer and no longer than
 // kMaxHeaderBytes + UcxOptions::inlineBytes; anything else is received into zero bytes (UCX ends
 // it as truncated and releases its sender), counted, and logged at a bounded rate. Data messages
-// under a stamp it never handed out are dropped the same way. A peer's stamp is set by the first
-// hello naming its uuid and never changed: a daemon's hellos to one peer all carry one stamp, and
-// a restarted daemon is a new uuid. What this cannot stop is a stranger who sends first, or who
-// forges a live peer's stamp: that needs hellos and headers bound to a proof keyed from the cluster
-// token. Versions: every control message and address states transport::kWireVersion, the one
-// version of what daemons say to each other; a daemon of another version is refused at Peer.Join
-// already, so refusing its bytes here is defence only.
+// under a stamp it never handed out are dropped the same way.
+// Proof: every hello and every header carries the receiver's secret, 16 random bytes drawn when
+// its transport starts and published only inside its endpoint address, which travels in the
+// rank table the cluster token authenticates (daemon/control/membership_proof.h); anything else
+// is refused before it is matched, and a hello without it never sets a stamp. So an endpoint
+// that is no member (it knows a worker address, e.g. from a port scan, but was never in a rank
+// table) can make the receiver neither take a stamp nor complete a receive. Its data messages
+// cannot land either: a data message is taken out of UCX only under a (stamp, sequence) that a
+// proven header announced, and each connection's sequences start at a random 40-bit offset, so
+// the next one is not guessable; the rest is dropped unread (ucx_progress.cc,
+// dropUnannouncedData). A peer's stamp is set by the first proven hello naming its uuid and never
+// changed: a daemon's hellos to one peer all carry one stamp, and a restarted daemon is a new uuid.
+// What this does not stop: a party that reads the traffic between two daemons learns the secret
+// as it learns the data (the data plane is authenticated against strangers, not encrypted: run
+// it on a trusted fabric, or under IPsec or WireGuard, where the path is not trusted); and a
+// daemon that holds the cluster token is a member, trusted like any other.
+// Versions: every control message and address states transport::kWireVersion, the one version of
+// what daemons say to each other; a daemon of another version is refused at Peer.Join already, so
+// refusing its bytes here is defence only.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -77,6 +90,13 @@ constexpr PeerId stampOf(uint64_t ucxTag) {
 }
 constexpr uint64_t sequenceOf(uint64_t ucxTag) { return ucxTag & kSequenceMask; }
 
+// ---- the receiver's secret -------------------------------------------------------------------
+// What a message must carry to be taken (see "Proof" above).
+constexpr size_t kSecretBytes = 16;
+using Secret = std::array<uint8_t, kSecretBytes>;
+// Compares every byte whatever the first difference: a mismatch tells nothing about where.
+bool sameSecret(const Secret& a, const Secret& b);
+
 // ---- control messages --------------------------------------------------------------------------
 // transport::kWireVersion opens every control message and address, in 16 bits.
 static_assert(kWireVersion <= 0xffff, "the wire version must fit its 16-bit field");
@@ -102,8 +122,9 @@ struct HelloMessage {
   uint8_t flags = 0;
   uint32_t stamp = 0;  // the sender's PeerId for the receiver
   uint64_t uuid = 0;   // the sender's endpoint uuid (its address names it)
+  Secret secret{};     // the receiver's, from its address
 };
-static_assert(sizeof(HelloMessage) == 16);
+static_assert(sizeof(HelloMessage) == 32);
 
 // The most a header may claim to be: room for fields of later versions, and no more, so that a
 // corrupt length cannot make a receiver skip into (or past) a payload.
@@ -123,6 +144,7 @@ constexpr uint32_t kMaxHeaderBytes = 256;
 //   reserved2    0; receivers ignore it.
 //   bytes        the payload's length: what follows the header (Inline) or the data message's
 //                length (Header).
+//   secret       the receiver's secret, from its address: a message without it is refused.
 struct MessageHeader {
   uint16_t version = kWireVersion;
   ControlKind kind = ControlKind::Inline;
@@ -133,19 +155,24 @@ struct MessageHeader {
   uint32_t chunk = 0;
   uint32_t reserved2 = 0;
   uint64_t bytes = 0;
+  Secret secret{};
 };
-static_assert(sizeof(MessageHeader) == 40);
+static_assert(sizeof(MessageHeader) == 56);
 static_assert(offsetof(MessageHeader, headerBytes) == 4 && offsetof(MessageHeader, comm) == 8 &&
-              offsetof(MessageHeader, chunk) == 24 && offsetof(MessageHeader, bytes) == 32);
+              offsetof(MessageHeader, chunk) == 24 && offsetof(MessageHeader, bytes) == 32 &&
+              offsetof(MessageHeader, secret) == 40);
 
-// The header this version sends for a message of `bytes` with `tag`.
-constexpr MessageHeader makeHeader(ControlKind kind, const Tag& tag, uint64_t bytes) {
+// The header this version sends for a message of `bytes` with `tag` to the receiver whose secret
+// is `secret`.
+constexpr MessageHeader makeHeader(ControlKind kind, const Tag& tag, uint64_t bytes,
+                                   const Secret& secret) {
   MessageHeader header;
   header.kind = kind;
   header.comm = tag.comm;
   header.seq = tag.seq;
   header.chunk = tag.chunk;
   header.bytes = bytes;
+  header.secret = secret;
   return header;
 }
 constexpr Tag tagOf(const MessageHeader& header) {
@@ -165,12 +192,14 @@ std::optional<ControlMessage> parseControl(std::span<const uint8_t> bytes);
 
 // ---- endpoint address --------------------------------------------------------------------------
 // PeerAddress bytes: magic "HCUX", version, reserved, the endpoint's uuid (random per Transport,
-// never 0), then the UCP worker address.
+// never 0), its secret (random per Transport), then the UCP worker address.
 struct EndpointAddress {
   uint64_t uuid = 0;
+  Secret secret{};
   std::span<const uint8_t> worker;  // points into the parsed bytes
 };
-std::vector<uint8_t> encodeAddress(uint64_t uuid, std::span<const uint8_t> worker);
+std::vector<uint8_t> encodeAddress(uint64_t uuid, const Secret& secret,
+                                   std::span<const uint8_t> worker);
 std::optional<EndpointAddress> decodeAddress(std::span<const uint8_t> bytes);
 
 }  // namespace hc::transport::ucx

@@ -111,13 +111,23 @@ unsigned Stranger::progress() {
   return events;
 }
 
-std::vector<uint8_t> helloBytes(uint64_t uuid, PeerId stamp, uint8_t flags) {
+std::vector<uint8_t> helloBytes(uint64_t uuid, PeerId stamp, const ucx::Secret& secret) {
   ucx::HelloMessage hello;
-  hello.flags = flags;
   hello.stamp = stamp;
   hello.uuid = uuid;
+  hello.secret = secret;
   std::vector<uint8_t> bytes(sizeof(hello));
   std::memcpy(bytes.data(), &hello, sizeof(hello));
+  return bytes;
+}
+
+std::vector<uint8_t> inlineBytes(const Tag& tag, std::span<const uint8_t> payload,
+                                 const ucx::Secret& secret) {
+  const ucx::MessageHeader header =
+      ucx::makeHeader(ucx::ControlKind::Inline, tag, payload.size(), secret);
+  std::vector<uint8_t> bytes(sizeof(header) + payload.size());
+  std::memcpy(bytes.data(), &header, sizeof(header));
+  if (!payload.empty()) std::memcpy(bytes.data() + sizeof(header), payload.data(), payload.size());
   return bytes;
 }
 

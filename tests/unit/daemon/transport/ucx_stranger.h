@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "common/status.h"
 #include "daemon/transport/transport.h"
+#include "daemon/transport/ucx/ucx_wire.h"
 
 namespace hc::transport::testing {
 
@@ -54,7 +56,11 @@ class Stranger {
   std::deque<Send> sends_;
 };
 
-// The bytes of a hello naming endpoint `uuid`, asking for `stamp`.
-std::vector<uint8_t> helloBytes(uint64_t uuid, PeerId stamp, uint8_t flags = 0);
+// The bytes of a hello naming endpoint `uuid`, asking for `stamp`, carrying `secret` (a member
+// would carry the receiver's; a stranger does not know it).
+std::vector<uint8_t> helloBytes(uint64_t uuid, PeerId stamp, const ucx::Secret& secret);
+// The bytes of a message of `payload` under `tag`, inline, carrying `secret`.
+std::vector<uint8_t> inlineBytes(const Tag& tag, std::span<const uint8_t> payload,
+                                 const ucx::Secret& secret);
 
 }  // namespace hc::transport::testing

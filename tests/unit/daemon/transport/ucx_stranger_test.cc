@@ -1,9 +1,11 @@
-// UCX backend: what an endpoint that is no peer can make a transport spend or forget. A bare UCP
-// worker in this process (ucx_stranger.h) speaks UCX to a transport's address and sends what the
-// test asks: a control message announcing 1 GiB, a thousand hellos, a hello naming a connected
-// peer, data under stamps nobody handed out. The transport must hold none of it beyond fixed
-// bounds, count it, and keep serving its real peers (two or three real transports, also in this
-// process).
+// UCX backend: what an endpoint that is no peer can make a transport spend, forget or believe. A
+// bare UCP worker in this process (ucx_stranger.h) speaks UCX to a transport's address and sends
+// what the test asks: a control message announcing 1 GiB, a thousand hellos, a hello naming a
+// connected peer, data under stamps nobody handed out, messages under a live peer's stamp. A
+// stranger does not know the receiver's secret (ucx_wire.h, "Proof"); where a test gives it the
+// secret, it plays a member that misbehaves. The transport must take nothing unproven, hold
+// nothing beyond fixed bounds, count what it refuses, and keep serving its real peers (two or
+// three real transports, also in this process).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -59,6 +61,11 @@ bool resetPeak() {
 }
 
 uint64_t uuidOf(const PeerAddress& address) { return ucx::decodeAddress(address.bytes)->uuid; }
+ucx::Secret secretOf(const PeerAddress& address) {
+  return ucx::decodeAddress(address.bytes)->secret;
+}
+// What a stranger puts where the secret goes: it never saw one.
+constexpr ucx::Secret kGuess{};
 
 // Real transports, connected as a test asks, and at most one stranger, all driven by this thread.
 class UcxStrangerTest : public ::testing::Test {
@@ -79,6 +86,15 @@ class UcxStrangerTest : public ::testing::Test {
     peers_[{from, to}] = *id;
   }
   PeerId peer(int from, int to) const { return peers_.at({from, to}); }
+  // a and b connect both ways and talk (every stamp is set), then a stranger meets b.
+  void talkThenMeet(int a, int b) {
+    connect(a, b);
+    connect(b, a);
+    ASSERT_FALSE(HasFatalFailure());
+    expectBothWays(a, b);
+    ASSERT_FALSE(HasFatalFailure());
+    meet(Stranger::Protocol::Default, b);
+  }
   void meet(Stranger::Protocol protocol, int target) {
     auto made = Stranger::create(at(target).address(), protocol);
     ASSERT_TRUE(made.isOk()) << made.status().toString();
@@ -206,7 +222,33 @@ INSTANTIATE_TEST_SUITE_P(ProtocolAndStamp, UcxOversizedControlTest,
 
 // ---- (b) what a stranger can make the transport hold ------------------------------------------
 
-TEST_F(UcxStrangerTest, AThousandHellosKeepOnlyTheNewestWithinTheBound) {
+TEST_F(UcxStrangerTest, AThousandUnprovenHellosAreRefusedAndHoldNothing) {
+  const int b = add();
+  const int early = add();
+  connect(early, b);  // its hello waits at b
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(drive([&] { return at(b).pendingHellos() == 1; }));
+  meet(Stranger::Protocol::Default, b);
+  ASSERT_FALSE(HasFatalFailure());
+  std::mt19937_64 random(21);
+  for (int i = 0; i < 1000; ++i) {
+    // Random endpoints, and 10 naming the honest one: none may take or push out a stamp.
+    const uint64_t uuid = i % 100 == 0 ? uuidOf(at(early).address()) : (random() | 1);
+    ASSERT_TRUE(stranger_->post(ucx::controlTag(0, 0), helloBytes(uuid, 1 + i % 100, kGuess)));
+  }
+  EXPECT_TRUE(drive([&] { return at(b).strangerCounts().unprovenControl == 1000; }))
+      << "refused " << at(b).strangerCounts().unprovenControl;
+  EXPECT_EQ(at(b).pendingHellos(), 1u);
+  EXPECT_EQ(at(b).strangerCounts().evictedHellos, 0u);
+  EXPECT_EQ(at(b).strangerCounts().repeatedHellos, 0u);
+  connect(b, early);
+  ASSERT_FALSE(HasFatalFailure());
+  expectBothWays(b, early);
+}
+
+// A member that knows b's secret (a daemon of the cluster gone wrong) can still fill the table of
+// hellos of endpoints not connected yet: it stays within its bound.
+TEST_F(UcxStrangerTest, AThousandProvenHellosKeepOnlyTheNewestWithinTheBound) {
   UcxOptions bounded = testUcxOptions();
   bounded.maxPendingHellos = 64;
   const int b = add(bounded);
@@ -220,7 +262,8 @@ TEST_F(UcxStrangerTest, AThousandHellosKeepOnlyTheNewestWithinTheBound) {
   ASSERT_FALSE(HasFatalFailure());
   std::mt19937_64 random(22);
   for (int i = 0; i < 1000; ++i) {
-    ASSERT_TRUE(stranger_->post(ucx::controlTag(0, 0), helloBytes(random() | 1, 1 + i % 100)));
+    ASSERT_TRUE(stranger_->post(ucx::controlTag(0, 0),
+                                helloBytes(random() | 1, 1 + i % 100, secretOf(at(b).address()))));
   }
   EXPECT_TRUE(drive([&] { return at(b).strangerCounts().evictedHellos == 1001 - 64; }))
       << "evicted " << at(b).strangerCounts().evictedHellos;
@@ -259,7 +302,8 @@ TEST_F(UcxStrangerTest, DataAndControlUnderStampsNobodyHasAreDroppedUnread) {
     ASSERT_TRUE(stranger_->post(ucx::dataTag(stamp, 100), large, 64 << 20));
   }
   // A header under a stamp nobody has, as if its data were to follow.
-  const ucx::MessageHeader header = ucx::makeHeader(ucx::ControlKind::Header, makeTag(1, 2, 3), 9);
+  const ucx::MessageHeader header =
+      ucx::makeHeader(ucx::ControlKind::Header, makeTag(1, 2, 3), 9, secretOf(at(b).address()));
   std::vector<uint8_t> headerBytes(sizeof(header));
   std::memcpy(headerBytes.data(), &header, sizeof(header));
   ASSERT_TRUE(stranger_->post(ucx::controlTag(peer(b, a) + 1, 0), headerBytes));
@@ -283,7 +327,8 @@ TEST_F(UcxStrangerTest, AHelloThatNeverFinishesArrivingHoldsBackNobody) {
   // A hello by rendezvous: b must fetch its 16 bytes from a stranger who then stops answering.
   meet(Stranger::Protocol::Rendezvous, b);
   ASSERT_FALSE(HasFatalFailure());
-  ASSERT_TRUE(stranger_->post(ucx::controlTag(0, 0), helloBytes(0x5eed, 9)));
+  ASSERT_TRUE(
+      stranger_->post(ucx::controlTag(0, 0), helloBytes(0x5eed, 9, secretOf(at(b).address()))));
   // The stranger falls asleep as soon as b has taken the hello's announcement out of UCX.
   const auto deadline = Clock::now() + kDeadline;
   while (at(b).controlArriving() == 0 && Clock::now() < deadline) {
@@ -314,9 +359,14 @@ TEST_F(UcxStrangerTest, AForgedHelloDoesNotRestampAConnectedPeer) {
   meet(Stranger::Protocol::Default, b);
   ASSERT_FALSE(HasFatalFailure());
   // "When you send to a, stamp it 77": b would then send to a under a stamp a never gave out.
-  ASSERT_TRUE(
-      stranger_->post(ucx::controlTag(0, 0), helloBytes(uuidOf(at(a).address()), peer(a, b) + 76)));
+  // From a stranger, refused for want of b's secret; from a member, for naming a peer whose stamp
+  // is set.
+  const uint64_t uuidA = uuidOf(at(a).address());
+  ASSERT_TRUE(stranger_->post(ucx::controlTag(0, 0), helloBytes(uuidA, peer(a, b) + 76, kGuess)));
   // Counted when b reads it (and b has read it by then, whatever it did with it).
+  EXPECT_TRUE(drive([&] { return at(b).strangerCounts().unprovenControl == 1; }, kSettle));
+  ASSERT_TRUE(stranger_->post(ucx::controlTag(0, 0),
+                              helloBytes(uuidA, peer(a, b) + 76, secretOf(at(b).address()))));
   EXPECT_TRUE(drive([&] { return at(b).strangerCounts().repeatedHellos == 1; }, kSettle));
   expectBothWays(a, b);
 }
@@ -328,12 +378,104 @@ TEST_F(UcxStrangerTest, AForgedHelloDoesNotReplaceAPendingOne) {
   ASSERT_TRUE(drive([&] { return at(b).pendingHellos() == 1; }));
   meet(Stranger::Protocol::Default, b);
   ASSERT_FALSE(HasFatalFailure());
-  ASSERT_TRUE(
-      stranger_->post(ucx::controlTag(0, 0), helloBytes(uuidOf(at(a).address()), peer(a, b) + 76)));
+  const uint64_t uuidA = uuidOf(at(a).address());
+  ASSERT_TRUE(stranger_->post(ucx::controlTag(0, 0), helloBytes(uuidA, peer(a, b) + 76, kGuess)));
+  EXPECT_TRUE(drive([&] { return at(b).strangerCounts().unprovenControl == 1; }, kSettle));
+  ASSERT_TRUE(stranger_->post(ucx::controlTag(0, 0),
+                              helloBytes(uuidA, peer(a, b) + 76, secretOf(at(b).address()))));
   EXPECT_TRUE(drive([&] { return at(b).strangerCounts().repeatedHellos == 1; }, kSettle));
   connect(b, a);
   ASSERT_FALSE(HasFatalFailure());
   expectBothWays(a, b);
+}
+
+TEST_F(UcxStrangerTest, AStrangerThatSpeaksFirstCannotTakeAPeersStamp) {
+  const int a = add(), b = add();
+  meet(Stranger::Protocol::Default, b);
+  ASSERT_FALSE(HasFatalFailure());
+  // Before a has said anything to b, a stranger names a's endpoint: without the proof, the first
+  // hello for a uuid would set its stamp, and a's own would then be ignored.
+  ASSERT_TRUE(stranger_->post(ucx::controlTag(0, 0),
+                              helloBytes(uuidOf(at(a).address()), 76, secretOf(at(a).address()))));
+  ASSERT_TRUE(drive([&] { return at(b).strangerCounts().unprovenControl == 1; }, kSettle));
+  EXPECT_EQ(at(b).pendingHellos(), 0u);
+  connect(a, b);
+  connect(b, a);
+  ASSERT_FALSE(HasFatalFailure());
+  expectBothWays(a, b);
+}
+
+// ---- (d) messages under a live peer's stamp -----------------------------------------------------
+
+TEST_F(UcxStrangerTest, AForgedMessageUnderALiveStampCompletesNoReceive) {
+  const int a = add(), b = add();
+  talkThenMeet(a, b);
+  ASSERT_FALSE(HasFatalFailure());
+  // b waits for a message of a's with this tag.
+  const Tag tag = makeTag(0xf00d, 7, 1);
+  std::vector<uint8_t>& received = buffers_.emplace_back(64, 0);
+  Result<RequestId> recv = at(b).postRecv(peer(b, a), tag, received.data(), received.size());
+  ASSERT_TRUE(recv.isOk()) << recv.status().toString();
+  // The stranger sends it under a's stamp: inline, then as a header whose data follows, at
+  // sequences around any a may be at.
+  const std::vector<uint8_t> forged = pattern(48, 66);
+  const PeerId stamp = peer(b, a);
+  ASSERT_TRUE(stranger_->post(ucx::controlTag(stamp, 0), inlineBytes(tag, forged, kGuess)));
+  const ucx::MessageHeader header = ucx::makeHeader(ucx::ControlKind::Header, tag, 48, kGuess);
+  std::vector<uint8_t> headerBytes(sizeof(header));
+  std::memcpy(headerBytes.data(), &header, sizeof(header));
+  ASSERT_TRUE(stranger_->post(ucx::controlTag(stamp, 1), headerBytes));
+  ASSERT_TRUE(stranger_->post(ucx::dataTag(stamp, 1), forged));
+  EXPECT_TRUE(drive(
+      [&] {
+        const ucx::StrangerCounts counts = at(b).strangerCounts();
+        return stranger_->idle() && counts.unprovenControl == 2 && counts.unannouncedData == 1;
+      },
+      kSettle))
+      << "unproven control " << at(b).strangerCounts().unprovenControl << ", unannounced data "
+      << at(b).strangerCounts().unannouncedData;
+  Result<bool> early = at(b).test(*recv);
+  ASSERT_TRUE(early.isOk()) << early.status().toString();
+  EXPECT_FALSE(*early) << "a stranger's message completed a receive posted for a peer";
+  // a's own message then lands, intact.
+  const std::vector<uint8_t> sent = pattern(40, 67);
+  Result<RequestId> send = at(a).postSend(peer(a, b), tag, sent.data(), sent.size());
+  ASSERT_TRUE(send.isOk()) << send.status().toString();
+  size_t got = 0;
+  std::optional<Result<bool>> done;
+  ASSERT_TRUE(drive([&] {
+    (void)at(a).test(*send);
+    done = at(b).test(*recv, &got);
+    return !done->isOk() || **done;
+  }));
+  ASSERT_TRUE(done->isOk()) << done->status().toString();
+  EXPECT_EQ(got, sent.size());
+  EXPECT_TRUE(std::equal(sent.begin(), sent.end(), received.begin()));
+  expectBothWays(a, b);
+}
+
+TEST_F(UcxStrangerTest, DataUnderALiveStampThatNoHeaderAnnouncedIsDroppedUnread) {
+  const int a = add(), b = add();
+  talkThenMeet(a, b);
+  ASSERT_FALSE(HasFatalFailure());
+  // 100 small ones, eagerly, and 64 MiB of zero pages by rendezvous; sequences at random, as a
+  // stranger cannot know a's.
+  void* large =
+      ::mmap(nullptr, 64 << 20, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(large, MAP_FAILED);
+  std::mt19937_64 random(23);
+  const PeerId stamp = peer(b, a);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(stranger_->post(ucx::dataTag(stamp, random()), pattern(4096 + i, 5)));
+  }
+  ASSERT_TRUE(stranger_->post(ucx::dataTag(stamp, random()), large, 64 << 20));
+  const bool dropped =
+      drive([&] { return stranger_->idle() && at(b).strangerCounts().unannouncedData == 101; });
+  ::munmap(large, 64 << 20);
+  EXPECT_TRUE(dropped) << "unannounced data dropped: " << at(b).strangerCounts().unannouncedData;
+  // a's messages, inline and by rendezvous, still land while headers announce its data.
+  expectBothWays(a, b);
+  EXPECT_EQ(at(b).strangerCounts().unannouncedData, 101u);
 }
 
 }  // namespace

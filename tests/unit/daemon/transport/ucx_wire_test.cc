@@ -31,6 +31,8 @@ TEST(UcxWireTest, TagFieldsRoundTripAndNeverOverlap) {
   EXPECT_EQ(sequenceOf(dataTag(5, kSequenceMask + 3)), 2u);
 }
 
+constexpr Secret kSecret = {0x5e, 0xc7, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0xff};
+
 std::vector<uint8_t> bytesOf(const void* p, size_t n) {
   auto* b = static_cast<const uint8_t*>(p);
   return std::vector<uint8_t>(b, b + n);
@@ -40,6 +42,7 @@ TEST(UcxWireTest, HelloRoundTripsAtTheWireVersionOnly) {
   HelloMessage hello;
   hello.stamp = 42;
   hello.uuid = 0x1122334455667788ull;
+  hello.secret = kSecret;
   EXPECT_EQ(hello.version, kWireVersion);
   EXPECT_EQ(hello.flags, 0u);
   auto parsed = parseControl(bytesOf(&hello, sizeof(hello)));
@@ -47,6 +50,7 @@ TEST(UcxWireTest, HelloRoundTripsAtTheWireVersionOnly) {
   EXPECT_EQ(parsed->kind, ControlKind::Hello);
   EXPECT_EQ(parsed->hello.stamp, 42u);
   EXPECT_EQ(parsed->hello.uuid, hello.uuid);
+  EXPECT_EQ(parsed->hello.secret, kSecret);
   // The flag byte was the reserved one: earlier daemons sent 0 and read nothing from it.
   EXPECT_EQ(offsetof(HelloMessage, flags), 3u);
   hello.flags = kHelloWantsHello | 0x80;  // a bit this version does not know is carried, unread
@@ -61,7 +65,7 @@ TEST(UcxWireTest, HelloRoundTripsAtTheWireVersionOnly) {
 
 TEST(UcxWireTest, HeaderCarriesTheWholeTagAndItsOwnLength) {
   const Tag tag = makeTag(~0ull - 1, 0x8000000000000001ull, 0xfffffffeu);
-  const MessageHeader header = makeHeader(ControlKind::Inline, tag, 3);
+  const MessageHeader header = makeHeader(ControlKind::Inline, tag, 3, kSecret);
   EXPECT_EQ(header.version, kWireVersion);
   EXPECT_EQ(header.headerBytes, sizeof(MessageHeader));
   std::vector<uint8_t> inlineMessage = bytesOf(&header, sizeof(header));
@@ -71,10 +75,11 @@ TEST(UcxWireTest, HeaderCarriesTheWholeTagAndItsOwnLength) {
   EXPECT_EQ(parsed->kind, ControlKind::Inline);
   EXPECT_EQ(tagOf(parsed->header), tag);
   EXPECT_EQ(parsed->header.bytes, 3u);
+  EXPECT_EQ(parsed->header.secret, kSecret);
   EXPECT_EQ(std::vector<uint8_t>(parsed->payload.begin(), parsed->payload.end()),
             (std::vector<uint8_t>{7, 8, 9}));
 
-  const MessageHeader large = makeHeader(ControlKind::Header, tag, 1 << 30);
+  const MessageHeader large = makeHeader(ControlKind::Header, tag, 1 << 30, kSecret);
   parsed = parseControl(bytesOf(&large, sizeof(large)));
   ASSERT_TRUE(parsed);
   EXPECT_EQ(parsed->kind, ControlKind::Header);
@@ -85,7 +90,7 @@ TEST(UcxWireTest, HeaderCarriesTheWholeTagAndItsOwnLength) {
 
 TEST(UcxWireTest, ReadsTheFieldsItKnowsOfALongerHeader) {
   // A later version's header: this version's fields, more fields, then the inline payload.
-  MessageHeader header = makeHeader(ControlKind::Inline, makeTag(0x20001, 5, 2), 2);
+  MessageHeader header = makeHeader(ControlKind::Inline, makeTag(0x20001, 5, 2), 2, kSecret);
   header.headerBytes = sizeof(MessageHeader) + 16;
   std::vector<uint8_t> message = bytesOf(&header, sizeof(header));
   message.resize(header.headerBytes, 0xaa);  // fields this version does not know
@@ -108,7 +113,7 @@ TEST(UcxWireTest, ReadsTheFieldsItKnowsOfALongerHeader) {
 }
 
 TEST(UcxWireTest, RefusesWhatIsNotAMessageOfThisVersion) {
-  const MessageHeader good = makeHeader(ControlKind::Inline, makeTag(1, 2, 3), 3);
+  const MessageHeader good = makeHeader(ControlKind::Inline, makeTag(1, 2, 3), 3, kSecret);
   auto message = [](const MessageHeader& header, const std::vector<uint8_t>& tail) {
     std::vector<uint8_t> bytes(sizeof(header) + tail.size());
     std::memcpy(bytes.data(), &header, sizeof(header));
@@ -133,7 +138,7 @@ TEST(UcxWireTest, RefusesWhatIsNotAMessageOfThisVersion) {
   header.headerBytes = sizeof(MessageHeader) + 8;  // past the message's end
   header.bytes = 0;
   EXPECT_FALSE(parseControl(message(header, {1, 2, 3})));
-  header = makeHeader(ControlKind::Header, makeTag(1, 2, 3), 1 << 30);
+  header = makeHeader(ControlKind::Header, makeTag(1, 2, 3), 1 << 30, kSecret);
   EXPECT_FALSE(parseControl(message(header, {0})));  // a header carries no payload
   header.kind = static_cast<ControlKind>(99);
   EXPECT_FALSE(parseControl(message(header, {})));
@@ -146,14 +151,15 @@ TEST(UcxWireTest, RefusesWhatIsNotAMessageOfThisVersion) {
 
 TEST(UcxWireTest, AddressesRoundTripAndForeignBytesAreRejected) {
   const std::vector<uint8_t> worker = {1, 2, 3, 4, 5};
-  std::vector<uint8_t> address = encodeAddress(99, worker);
+  std::vector<uint8_t> address = encodeAddress(99, kSecret, worker);
   auto decoded = decodeAddress(address);
   ASSERT_TRUE(decoded);
   EXPECT_EQ(decoded->uuid, 99u);
+  EXPECT_EQ(decoded->secret, kSecret);
   EXPECT_EQ(std::vector<uint8_t>(decoded->worker.begin(), decoded->worker.end()), worker);
 
-  EXPECT_FALSE(decodeAddress(encodeAddress(0, worker)));  // uuid 0 is never valid
-  EXPECT_FALSE(decodeAddress(encodeAddress(99, {})));     // no worker address
+  EXPECT_FALSE(decodeAddress(encodeAddress(0, kSecret, worker)));  // uuid 0 is never valid
+  EXPECT_FALSE(decodeAddress(encodeAddress(99, kSecret, {})));     // no worker address
   std::vector<uint8_t> wrongMagic = address;
   wrongMagic[0] ^= 1;
   EXPECT_FALSE(decodeAddress(wrongMagic));
@@ -163,6 +169,18 @@ TEST(UcxWireTest, AddressesRoundTripAndForeignBytesAreRejected) {
   EXPECT_FALSE(decodeAddress(otherVersion));
   // A loopback address (fabric id + endpoint id) is not one either.
   EXPECT_FALSE(decodeAddress(std::vector<uint8_t>(12, 0)));
+}
+
+TEST(UcxWireTest, SecretsCompareWhole) {
+  EXPECT_TRUE(sameSecret(kSecret, kSecret));
+  for (size_t i = 0; i < kSecretBytes; ++i) {
+    Secret other = kSecret;
+    other[i] ^= 0x01;
+    EXPECT_FALSE(sameSecret(kSecret, other)) << "byte " << i;
+    other[i] ^= 0x81;
+    EXPECT_FALSE(sameSecret(kSecret, other)) << "byte " << i;
+  }
+  EXPECT_FALSE(sameSecret(kSecret, Secret{}));
 }
 
 const std::vector<std::string> kInterfaces = {"lo", "eth0", "eth1", "docker0", "ib0"};
