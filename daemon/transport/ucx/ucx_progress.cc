@@ -30,6 +30,12 @@ uint8_t dropSink;
 // holds at most what arrives meanwhile.
 constexpr auto kStraySweepInterval = std::chrono::milliseconds(1);
 
+// How long a control message still arriving may hold back the later ones under its stamp. A
+// daemon's headers (56 bytes) arrive whole; only an inline message sent by rendezvous can take a
+// while, and a daemon serves its rendezvous at once. A stranger that guesses a live stamp and
+// never serves one would otherwise stop that peer's messages for good.
+constexpr auto kHoldBackLimit = std::chrono::seconds(1);
+
 }  // namespace
 
 template <typename Describe>
@@ -196,6 +202,7 @@ void UcxTransportImpl::handleInbox() {
   // the middle of a message, or a stranger that starts one and never finishes it, must not stop
   // everyone else's. Hellos (stamp 0) come one per endpoint and wait for nothing.
   std::vector<PeerId> busy;  // stamps with an unfinished message ahead
+  const auto now = std::chrono::steady_clock::now();
   for (size_t i = 0; i < inbox_.size();) {
     InboxEntry& entry = inbox_[i];
     const PeerId from = stampOf(entry.ucxTag);
@@ -203,7 +210,17 @@ void UcxTransportImpl::handleInbox() {
     if (entry.ucx != nullptr) {
       const ucs_status_t status = ucp_request_check_status(entry.ucx);
       if (status == UCS_INPROGRESS) {
-        if (from != 0 && !heldBack) busy.push_back(from);
+        if (from != 0 && !entry.stalled && now - entry.arrived >= kHoldBackLimit) {
+          entry.stalled = true;
+          refuse(refusals_.stalledControl, [&] {
+            return fmt::format(
+                "a control message stamped {} (tag {:#x}) is still arriving after {} ms: it no "
+                "longer holds back later ones",
+                from, entry.ucxTag,
+                std::chrono::duration_cast<std::chrono::milliseconds>(now - entry.arrived).count());
+          });
+        }
+        if (from != 0 && !heldBack && !entry.stalled) busy.push_back(from);
         ++i;
         continue;
       }
@@ -371,9 +388,12 @@ void UcxTransportImpl::dropUnannouncedData() {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
   param.datatype = ucp_dt_make_contig(1);
-  // A header still in the inbox may announce a data message UCX holds: its sender waits.
+  // A header still in the inbox may announce a data message UCX holds: its sender waits. A stalled
+  // entry is no header (a daemon's arrive whole, kHoldBackLimit) and holds back nothing.
   std::vector<PeerId> waiting;
-  for (const InboxEntry& entry : inbox_) waiting.push_back(stampOf(entry.ucxTag));
+  for (const InboxEntry& entry : inbox_) {
+    if (!entry.stalled) waiting.push_back(stampOf(entry.ucxTag));
+  }
   for (const auto& [id, peer] : peers_) {
     if (peer->failed) continue;  // its data is dropped with it (handleEndpointFailures())
     if (std::find(waiting.begin(), waiting.end(), id) != waiting.end()) continue;
@@ -412,6 +432,7 @@ StrangerCounts UcxTransportImpl::strangerCounts() const {
   counts.slowHellos = refusals_.slowHellos.total();
   counts.strayData = refusals_.strayData.total();
   counts.unannouncedData = refusals_.unannouncedData.total();
+  counts.stalledControl = refusals_.stalledControl.total();
   return counts;
 }
 

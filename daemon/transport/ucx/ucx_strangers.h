@@ -54,6 +54,7 @@ struct StrangerCounts {
   uint64_t slowHellos = 0;        // hellos still arriving beyond a few at once: left unread
   uint64_t strayData = 0;         // data messages under a stamp never handed out: dropped unread
   uint64_t unannouncedData = 0;   // data messages under a live stamp that no header announced
+  uint64_t stalledControl = 0;    // control messages under a live stamp still arriving after 1 s
 };
 
 // Stamps from hellos of endpoints not connected to yet, by their uuid: a peer daemon that connects

@@ -148,6 +148,8 @@ class UcxTransportImpl final : public Transport {
     std::vector<uint8_t> bytes;
     void* ucx = nullptr;  // while the receive is in flight
     ucs_status_t status = UCS_OK;
+    // Still arriving past kHoldBackLimit (ucx_progress.cc): no longer holds back its stamp.
+    bool stalled = false;
   };
 
   // A UCX request of ours that no caller waits for: hellos, headers, drained data, closes.
@@ -222,7 +224,7 @@ class UcxTransportImpl final : public Transport {
   // inlineBytes. Counts and logs what it refuses; the caller drops that unread.
   bool admitControl(uint64_t ucxTag, size_t length);
   // Handles the inbox's finished receives: each sender's in its send order, one sender's
-  // unfinished message holding back only that sender.
+  // unfinished message holding back only that sender, and for at most kHoldBackLimit.
   void handleInbox();
   // Receives into nothing every data message under a stamp never handed out (0, or nextPeer_
   // and above): no peer sent it, and no receive will ever take it.
@@ -279,7 +281,7 @@ class UcxTransportImpl final : public Transport {
   // last looked for stray data.
   struct Refusals {
     RefusalCounter oversizedControl, unknownStamp, malformedControl, unprovenControl,
-        repeatedHellos, evictedHellos, slowHellos, strayData, unannouncedData;
+        repeatedHellos, evictedHellos, slowHellos, strayData, unannouncedData, stalledControl;
   } refusals_;
   std::chrono::steady_clock::time_point nextStraySweep_{};
 };

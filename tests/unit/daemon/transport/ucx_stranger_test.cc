@@ -70,6 +70,21 @@ constexpr ucx::Secret kGuess{};
 // Real transports, connected as a test asks, and at most one stranger, all driven by this thread.
 class UcxStrangerTest : public ::testing::Test {
  protected:
+  // A test that stopped early may leave the stranger asleep in the middle of a rendezvous: it
+  // serves it first, since UCX 1.13 aborts in ucp_worker_destroy() on an endpoint it opened for a
+  // stranger while a rendezvous into it is unfinished.
+  void TearDown() override {
+    if (!stranger_ || !strangerAsleep_) return;
+    strangerAsleep_ = false;
+    (void)drive(
+        [&] {
+          for (auto& t : transports_) {
+            if (t->controlArriving() != 0) return false;
+          }
+          return true;
+        },
+        std::chrono::seconds(5));
+  }
   // Adds a transport; returns its index.
   int add(UcxOptions options = testUcxOptions()) {
     auto made = UcxTransportImpl::create(options);
@@ -452,6 +467,39 @@ TEST_F(UcxStrangerTest, AForgedMessageUnderALiveStampCompletesNoReceive) {
   EXPECT_EQ(got, sent.size());
   EXPECT_TRUE(std::equal(sent.begin(), sent.end(), received.begin()));
   expectBothWays(a, b);
+}
+
+TEST_F(UcxStrangerTest, AMessageUnderALiveStampThatNeverFinishesArrivingHoldsBackForASecond) {
+  const int a = add(), b = add();
+  connect(a, b);
+  connect(b, a);
+  ASSERT_FALSE(HasFatalFailure());
+  expectBothWays(a, b);
+  ASSERT_FALSE(HasFatalFailure());
+  // By rendezvous under a's stamp: b must fetch the bytes from a stranger who then stops
+  // answering. Until b gives up waiting, a's later messages are held behind it.
+  meet(Stranger::Protocol::Rendezvous, b);
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(stranger_->post(ucx::controlTag(peer(b, a), 0),
+                              inlineBytes(makeTag(1, 2, 3), pattern(64, 9), kGuess)));
+  const auto deadline = Clock::now() + kDeadline;
+  while (at(b).controlArriving() == 0 && Clock::now() < deadline) {
+    at(a).progress();
+    at(b).progress();
+    if (at(b).controlArriving() == 0) stranger_->progress();
+  }
+  strangerAsleep_ = true;
+  ASSERT_EQ(at(b).controlArriving(), 1u) << "the message never started arriving";
+  const auto start = Clock::now();
+  expectBothWays(a, b);
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(at(b).strangerCounts().stalledControl, 1u);
+  // Awake again, the stranger serves its message, which is then refused for want of the secret
+  // (and must be: see AHelloThatNeverFinishesArrivingHoldsBackNobody).
+  strangerAsleep_ = false;
+  EXPECT_TRUE(drive(
+      [&] { return at(b).controlArriving() == 0 && at(b).strangerCounts().unprovenControl == 1; }));
 }
 
 TEST_F(UcxStrangerTest, DataUnderALiveStampThatNoHeaderAnnouncedIsDroppedUnread) {
