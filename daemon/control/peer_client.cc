@@ -1,5 +1,9 @@
 #include "daemon/control/peer_client.h"
 
+#include <grpcpp/resource_quota.h>
+
+#include <algorithm>
+#include <bit>
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -109,7 +113,33 @@ using Clock = PeerClient::Clock;
 using detail::JoinCall;
 using detail::JoinsInFlight;
 
-constexpr int kMaxRankTableBytes = 256 << 20;
+// Bytes of `value` as a protobuf varint.
+constexpr size_t varintBytes(uint64_t value) {
+  size_t bytes = 1;
+  for (; value >= 0x80; value >>= 7) ++bytes;
+  return bytes;
+}
+// A field with its tag: one byte, as every field number of Peer's messages is under 16.
+constexpr size_t varintField(uint64_t value) { return 1 + varintBytes(value); }
+constexpr size_t lengthField(size_t bodyBytes) { return 1 + varintBytes(bodyBytes) + bodyBytes; }
+
+// The memory quota of a channel to a root (RootChannel): twice the receive limit per join under
+// way, as gRPC's read buffers hold the data of several calls and live until the last of them is
+// consumed (one limit per join refused an honest answer now and then, with 31 answers near the
+// limit arriving at once: peer_client_limit_test), plus the read buffers themselves.
+constexpr size_t kQuotaPerJoinLimits = 2;
+constexpr size_t kTransportSlackBytes = size_t{8} << 20;
+
+// gRPC's own refusal of an answer over a RootChannel's limits: RESOURCE_EXHAUSTED with "Received
+// message larger than max (<size> vs. <limit>)" (the receive limit) or "Buffers full" (the memory
+// quota), in gRPC core's words. A root's capacity refusal has the same code but other words, and
+// is asked again; these are not.
+bool overReceiveLimit(const grpc::Status& status) {
+  const std::string& message = status.error_message();
+  return status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+         (message.find("larger than max") != std::string::npos ||
+          message.find("Buffers full") != std::string::npos);
+}
 
 // A root that refuses a join for capacity (NoResource: too many communicators forming there) is
 // asked again after a pause that doubles from the first to the last, until the join's deadline.
@@ -147,14 +177,79 @@ class AliveMark {
 
 }  // namespace
 
+size_t maxJoinResponseBytes(uint32_t nranks) {
+  const size_t n = nranks;
+  // Every node index, local rank and rank number is below nranks.
+  const size_t index = varintBytes(n);
+  const size_t placement = lengthField(varintField(n) + varintField(n));  // node, local_rank
+  const size_t identity = lengthField(3 * lengthField(peer::kMaxIdentityFieldBytes));
+  const size_t address = lengthField(peer::kMaxTransportAddressBytes);
+  // The most nodes there can be, one rank each, cost the most: a node costs far more than the
+  // few bytes its rank adds to the packed list of a node holding several.
+  const size_t node = lengthField(identity + address + lengthField(index));
+  const size_t table = varintField(n) + (1 + sizeof(uint64_t)) + n * (placement + node);
+  const size_t response = lengthField(table) + lengthField(kProofBytes) + varintField(UINT32_MAX);
+  return std::clamp(response, kMinJoinResponseBytes, kMaxRankTableBytes);
+}
+
+size_t joinReceiveLimit(uint32_t nranks) { return std::bit_ceil(maxJoinResponseBytes(nranks)); }
+
 namespace detail {
+
+// The channel to one root for one receive limit. gRPC reads a whole message into memory before it
+// checks it against the receive limit, so the limit alone keeps only the parsing in bounds; the
+// channel's memory quota keeps the reading: past it, gRPC cancels a call with "Buffers full". Each
+// join under way may receive up to the limit (a daemon sends a join per local rank, and the root
+// answers them all at once), so the quota follows their number. Thread-safe; the PeerClient and
+// its JoinCalls share it.
+class RootChannel {
+ public:
+  RootChannel(const std::string& rootAddress, size_t receiveLimit)
+      : receiveLimit_(receiveLimit), quota_("peer " + rootAddress) {
+    quota_.Resize(kTransportSlackBytes);
+    grpc::ChannelArguments arguments;
+    // What an honest answer to the join can be (joinReceiveLimit), not what the root says: past
+    // gRPC's 4 MiB default from about 60 nodes with the largest transport addresses.
+    arguments.SetMaxReceiveMessageSize(static_cast<int>(receiveLimit));
+    arguments.SetResourceQuota(quota_);
+    // Plaintext until mTLS lands (peer_server.h: PeerTlsOptions); the HMAC proofs authenticate
+    // joiner and root to each other meanwhile.
+    channel_ =
+        grpc::CreateCustomChannel(rootAddress, grpc::InsecureChannelCredentials(), arguments);
+  }
+
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+  // Each JoinCall counts itself from its construction to its destruction.
+  void joinStarted() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++joins_;
+    resizeQuota();
+  }
+  void joinEnded() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --joins_;
+    resizeQuota();
+  }
+
+ private:
+  void resizeQuota() {
+    quota_.Resize(joins_ * kQuotaPerJoinLimits * receiveLimit_ + kTransportSlackBytes);
+  }
+
+  const size_t receiveLimit_;
+  grpc::ResourceQuota quota_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::mutex mutex_;
+  size_t joins_ = 0;
+};
 
 // One join under way: Challenge, then Join. Owns every object gRPC borrows during the calls and
 // keeps itself alive through the callbacks it hands gRPC.
 class JoinCall : public std::enable_shared_from_this<JoinCall> {
  public:
   JoinCall(uint64_t id, std::shared_ptr<JoinsInFlight> inFlight,
-           std::shared_ptr<const ClusterToken> token, std::shared_ptr<grpc::Channel> channel,
+           std::shared_ptr<const ClusterToken> token, std::shared_ptr<RootChannel> channel,
            std::string root, peer::JoinRequest request, Clock::time_point deadline,
            const PeerClientOptions& options, JoinCallback done, CapacityPauses* pauses,
            std::chrono::milliseconds capacityPause = kFirstCapacityPause)
@@ -162,17 +257,20 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
         inFlight_(std::move(inFlight)),
         id_(id),
         token_(std::move(token)),
-        channel_(channel),
-        stub_(hetero_comm::v1::Peer::NewStub(channel)),
+        channel_(std::move(channel)),
+        stub_(hetero_comm::v1::Peer::NewStub(channel_->channel())),
         root_(std::move(root)),
         request_(std::move(request)),
         deadline_(deadline),
         options_(options),
         done_(std::move(done)),
         pauses_(pauses),
-        capacityPause_(capacityPause) {}
+        capacityPause_(capacityPause) {
+    channel_->joinStarted();
+  }
 
   ~JoinCall() {
+    channel_->joinEnded();
     std::lock_guard<std::mutex> lock(inFlight_->mutex);
     // Unless a newer call of the same join has taken the entry.
     auto it = inFlight_->calls.find(id_);
@@ -210,7 +308,19 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
   }
 
  private:
+  // The answer to `rpc` was over the channel's receive limit or memory quota: gRPC refused it
+  // before parsing it.
+  Status tooLarge(const grpc::Status& status, const std::string& rpc) const {
+    return Status(Code::RemoteError,
+                  rpc + " at " + root_ + ": the root's answer is over " +
+                      std::to_string(joinReceiveLimit(request_.nranks)) +
+                      " bytes, more than a rank table of " + std::to_string(request_.nranks) +
+                      " ranks can be (" + std::to_string(maxJoinResponseBytes(request_.nranks)) +
+                      " bytes at most); refused before parsing (" + status.error_message() + ")");
+  }
+
   void onChallenge(const grpc::Status& status) {
+    if (overReceiveLimit(status)) return finish(tooLarge(status, "Peer.Challenge"));
     if (!status.ok()) return finish(fromGrpcStatus(status, "Peer.Challenge at " + root_));
     Result<Nonce> rootNonce = nonceOf(challengeResponse_.nonce(), "nonce");
     if (!rootNonce.isOk()) {
@@ -230,6 +340,7 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
   }
 
   void onJoin(const grpc::Status& status) {
+    if (overReceiveLimit(status)) return finish(tooLarge(status, "Peer.Join"));
     if (!status.ok()) {
       Status refused = fromGrpcStatus(status, "Peer.Join at " + root_);
       if (refused.code() == Code::NoResource) return askAgainLater(std::move(refused));
@@ -300,7 +411,7 @@ class JoinCall : public std::enable_shared_from_this<JoinCall> {
   const std::shared_ptr<JoinsInFlight> inFlight_;
   const uint64_t id_;  // the join's, the same for every call it makes
   const std::shared_ptr<const ClusterToken> token_;
-  const std::shared_ptr<grpc::Channel> channel_;
+  const std::shared_ptr<RootChannel> channel_;
   const std::unique_ptr<hetero_comm::v1::Peer::Stub> stub_;
   const std::string root_;
   peer::JoinRequest request_;
@@ -351,20 +462,13 @@ PeerClient::~PeerClient() {
   // Only now may channels_ drop what may be the channels' last references: on this thread.
 }
 
-// One channel per root ever joined, kept for reuse: a daemon meets few roots, and an idle channel
-// costs a little memory, no connection.
-std::shared_ptr<grpc::Channel> PeerClient::channelFor(const std::string& rootAddress) {
+// One channel per root ever joined and receive limit, kept for reuse: a daemon meets few roots,
+// joins of similar nranks share a limit, and an idle channel costs a little memory, no connection.
+std::shared_ptr<detail::RootChannel> PeerClient::channelFor(const std::string& rootAddress,
+                                                            size_t receiveLimit) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::shared_ptr<grpc::Channel>& channel = channels_[rootAddress];
-  if (!channel) {
-    grpc::ChannelArguments arguments;
-    // A rank table lists every node's transport address: past gRPC's 4 MiB default at a few
-    // thousand nodes.
-    arguments.SetMaxReceiveMessageSize(kMaxRankTableBytes);
-    // Plaintext until mTLS lands (peer_server.h: PeerTlsOptions); the HMAC proofs authenticate
-    // joiner and root to each other meanwhile.
-    channel = grpc::CreateCustomChannel(rootAddress, grpc::InsecureChannelCredentials(), arguments);
-  }
+  std::shared_ptr<detail::RootChannel>& channel = channels_[{rootAddress, receiveLimit}];
+  if (!channel) channel = std::make_shared<detail::RootChannel>(rootAddress, receiveLimit);
   return channel;
 }
 
@@ -385,9 +489,11 @@ JoinId PeerClient::joinAsync(const std::string& rootAddress, peer::JoinRequest r
     std::lock_guard<std::mutex> lock(inFlight_->mutex);
     id = inFlight_->nextId++;
   }
-  auto call = std::make_shared<JoinCall>(id, inFlight_, token_, channelFor(rootAddress),
-                                         rootAddress, std::move(request), deadline, options_,
-                                         std::move(done), pauses_.get());
+  std::shared_ptr<detail::RootChannel> channel =
+      channelFor(rootAddress, joinReceiveLimit(request.nranks));
+  auto call = std::make_shared<JoinCall>(id, inFlight_, token_, std::move(channel), rootAddress,
+                                         std::move(request), deadline, options_, std::move(done),
+                                         pauses_.get());
   call->start();
   return id;
 }
