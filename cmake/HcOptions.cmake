@@ -8,6 +8,12 @@ if(HC_SANITIZE)
   endif()
   add_compile_options(-fsanitize=${HC_SANITIZE} -fno-omit-frame-pointer)
   add_link_options(-fsanitize=${HC_SANITIZE})
+  # The runtime is linked into executables only, so a sanitized shared library (libhcclient, the
+  # shims) leaves its __asan_/__ubsan_ calls undefined until the executable loads it; -z undefs
+  # cancels their -Wl,--no-undefined. It must come after that option: the standard libraries end
+  # the link line.
+  string(APPEND CMAKE_CXX_STANDARD_LIBRARIES " -Wl,-z,undefs")
+  string(APPEND CMAKE_C_STANDARD_LIBRARIES " -Wl,-z,undefs")
   # A finding that only prints would pass ctest: undefined behaviour stops the process.
   if(HC_SANITIZE MATCHES "undefined")
     add_compile_options(-fno-sanitize-recover=undefined)

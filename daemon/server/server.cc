@@ -438,7 +438,7 @@ void Server::onClientSocket(const session::SessionPtr& s) {
   }
 }
 
-void Server::closeSession(const session::SessionPtr& s, const Status& why, bool tellClient) {
+void Server::closeSession(session::SessionPtr s, const Status& why, bool tellClient) {
   if (tellClient) {
     [[maybe_unused]] Status st =
         sendMessage(s->socketFd(), ipc::frameBytes(ipc::makeErrorFrame(0, why)));

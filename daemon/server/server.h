@@ -42,7 +42,8 @@ class Server {
   Status watch(int fd, uint64_t tag, uint32_t events);
   void acceptClients();
   void onClientSocket(const session::SessionPtr& s);
-  void closeSession(const session::SessionPtr& s, const Status& why, bool tellClient);
+  // `s` by value: the caller's reference may be the sessions_ entry this erases.
+  void closeSession(session::SessionPtr s, const Status& why, bool tellClient);
   bool drainRings();
   bool ringsPending() const;
   void setSleeping(uint32_t value);

@@ -24,6 +24,31 @@ using std::chrono::milliseconds;
 // in its 3 s and the second grew until its deadline.
 constexpr long kBoundKiB = 64 << 10;
 
+// Under AddressSanitizer (the CI stage asan runs these tests too) the daemon's resident memory also
+// holds the allocator's redzones and its quarantine of freed blocks (up to 256 MiB), so it says
+// nothing about the daemon's own bounds: that build checks that the attacks are survived, served
+// and free of memory errors, and the main build checks the bound.
+#if defined(__SANITIZE_ADDRESS__)
+#define HC_HOSTILE_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HC_HOSTILE_UNDER_ASAN 1
+#endif
+#endif
+#ifdef HC_HOSTILE_UNDER_ASAN
+constexpr bool kRssMeasuresTheDaemon = false;
+#else
+constexpr bool kRssMeasuresTheDaemon = true;
+#endif
+
+// Expects what an attack added to the daemon's resident memory to stay under kBoundKiB.
+void expectRssGrowthWithinBound(long before, long after, uint64_t pushed) {
+  ::testing::Test::RecordProperty("rss_growth_kib", static_cast<int>(after - before));
+  if (!kRssMeasuresTheDaemon) return;
+  EXPECT_LT(after - before, kBoundKiB)
+      << pushed << " entries pushed; RSS " << before << " -> " << after << " KiB";
+}
+
 long rssKiB(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -63,10 +88,8 @@ TEST_F(BadInputEntryTest, ClientThatNeverReadsCompletionsCannotGrowTheDaemon) {
   uint64_t pushed = 0;
   floodWithoutReading(*client_, *daemon_, e, milliseconds(3000), &pushed);
   const long after = rssKiB(daemon_->pid());
-  EXPECT_LT(after - before, kBoundKiB) << pushed << " entries pushed; RSS " << before << " -> "
-                                       << after << " KiB";
+  expectRssGrowthWithinBound(before, after, pushed);
   RecordProperty("entries_pushed", static_cast<int>(pushed));
-  RecordProperty("rss_growth_kib", static_cast<int>(after - before));
 }
 
 // One group that never closes: the op that would take it past ipc::kMaxGroupOps fails it, and
@@ -96,9 +119,7 @@ TEST_F(BadInputEntryTest, GroupThatNeverClosesFailsAtItsLimitAndCannotGrowTheDae
   EXPECT_EQ(named, total);
   floodWithoutReading(*client_, *daemon_, e, milliseconds(2000), &pushed);
   const long after = rssKiB(daemon_->pid());
-  EXPECT_LT(after - before, kBoundKiB) << pushed << " entries pushed; RSS " << before << " -> "
-                                       << after << " KiB";
-  RecordProperty("rss_growth_kib", static_cast<int>(after - before));
+  expectRssGrowthWithinBound(before, after, pushed);
 }
 
 // A join that declares more ranks than session.max_ranks (65536 by default) is refused at once,

@@ -394,8 +394,9 @@ void UcxTransportImpl::dropUnannouncedData() {
   for (const InboxEntry& entry : inbox_) {
     if (!entry.stalled) waiting.push_back(stampOf(entry.ucxTag));
   }
-  for (const auto& [id, peer] : peers_) {
+  for (const auto& [stamp, peer] : peers_) {
     if (peer->failed) continue;  // its data is dropped with it (handleEndpointFailures())
+    const PeerId id = stamp;     // a copy: clang 14 cannot capture a structured binding
     if (std::find(waiting.begin(), waiting.end(), id) != waiting.end()) continue;
     ucp_tag_recv_info_t info;
     while (ucp_tag_message_h message =
