@@ -30,6 +30,12 @@ Result<std::unique_ptr<PeerServer>> PeerServer::start(const PeerServerOptions& o
   grpc::ServerBuilder builder;
   // Reflection is for operators' tools, on the control listeners only.
   builder.SetOption(serverReflectionOption(false));
+  // Anyone who reaches the port can send before a proof is checked: what a request may be, and
+  // what all the connections may hold while reading, are bounded (peer_server.h).
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxJoinRequestBytes));
+  grpc::ResourceQuota quota("peer listener");
+  quota.Resize(kPeerListenerMemoryBytes);
+  builder.SetResourceQuota(quota);
   // gRPC turns SO_REUSEPORT on by default: two daemons could then share a port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.bindAddress, grpc::InsecureServerCredentials(), &server->port_);

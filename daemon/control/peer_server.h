@@ -16,6 +16,18 @@
 
 namespace hc::control {
 
+// The largest Peer request the root reads: an honest JoinRequest, at most about 3.2 MiB (every rank
+// of a communicator of peer::kMaxRanks brought by one node, the longest identity and address;
+// peer_server_limit_test checks it against the real conversion), fits with room to spare.
+constexpr size_t kMaxJoinRequestBytes = size_t{4} << 20;
+// What the Peer listener's connections may hold in memory at once, reading requests included:
+// gRPC reads a whole message before it checks it against kMaxJoinRequestBytes, so without a
+// quota a stranger's padded request of any length would be read in full (4 of 64 MiB at once
+// took a root to 253 MiB). Room for several of the largest honest joins at once; past it gRPC
+// resets the streams it is reading (RESOURCE_EXHAUSTED). gRPC reclaims after the fact, so the
+// peak can reach about twice this (peer_server_limit_test).
+constexpr size_t kPeerListenerMemoryBytes = size_t{32} << 20;
+
 // Room for mTLS on the Peer listener. Not supported yet: start() refuses options that set it.
 struct PeerTlsOptions {
   std::string certificatePath;  // PEM chain this daemon presents

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <bit>
-#include <fstream>
 #include <future>
 #include <set>
 #include <vector>
@@ -117,22 +116,6 @@ TEST_P(HonestAnswerTest, OneMoreNodeOrALargerFieldIsOverTheBound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Nranks, HonestAnswerTest, ::testing::Values(1, 2, 3, 16, 127, 128, 300));
-
-// This process's resident memory from /proc/self/status (VmRSS now, VmHWM the peak since
-// clearPeakRss()), in bytes.
-size_t rssField(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with(field + ":")) return std::stoull(line.substr(field.size() + 1)) << 10;
-  }
-  return 0;
-}
-bool clearPeakRss() {
-  std::ofstream clearRefs("/proc/self/clear_refs");
-  clearRefs << "5";  // resets VmHWM to VmRSS
-  clearRefs.flush();
-  return clearRefs.good();
-}
 
 // A Peer.Join answer of a table of 2 ranks whose node's transport address is `padding` bytes
 // long, and a wrong proof: the bytes before the address and those after it, encoded by hand so that

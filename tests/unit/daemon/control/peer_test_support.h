@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -98,6 +99,22 @@ class PeerFixture : public ::testing::Test {
   std::unique_ptr<PeerServer> server_;
   std::string root_;
 };
+
+// This process's resident memory from /proc/self/status (VmRSS now, VmHWM the peak since
+// clearPeakRss()), in bytes.
+inline size_t rssField(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with(field + ":")) return std::stoull(line.substr(field.size() + 1)) << 10;
+  }
+  return 0;
+}
+inline bool clearPeakRss() {
+  std::ofstream clearRefs("/proc/self/clear_refs");
+  clearRefs << "5";  // resets VmHWM to VmRSS
+  clearRefs.flush();
+  return clearRefs.good();
+}
 
 // Runs each join on its own thread with its own PeerClient, as separate daemons would.
 class Joiners {
