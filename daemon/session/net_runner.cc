@@ -16,7 +16,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/coll/hier/inline_op.h"
 #include "daemon/session/local_runner.h"
 #include "daemon/session/net_runner.h"
 #include "daemon/session/net_seq.h"
@@ -30,26 +29,15 @@ namespace {
 // What every daemon must agree on for one collective: the first 16 bytes, compared bitwise.
 // sliceBytes is a proposal: a daemon whose operands need staging (device memory, or the client's
 // own memory) asks for the pipeline in slices of its staging chunk; every daemon takes the
-// smallest proposal, or none (slice_staging.h). inlined: this daemon's contribution is in its
-// block (coll/hier/inline_op.h); the op runs inline when every daemon's is.
+// smallest proposal, or none (slice_staging.h).
 struct Descriptor {
   uint8_t type, dtype, redop, pad;
   int32_t root;
   uint64_t count;
   uint64_t sliceBytes;
-  uint64_t inlined;
 };
-static_assert(sizeof(Descriptor) == 32);
+static_assert(sizeof(Descriptor) == 24);
 constexpr size_t kAgreedBytes = offsetof(Descriptor, sliceBytes);
-
-// What each daemon sends in a collective's agreement: one size on every daemon whatever it chose,
-// so that daemons that disagree on the op still exchange whole blocks and fail with the same
-// words.
-struct AgreementBlock {
-  Descriptor descriptor;
-  uint8_t contribution[coll::hier::kInlineBytes];
-};
-static_assert(sizeof(AgreementBlock) == 1024);
 
 bool needsStaging(const std::vector<PendingOp>& ops) {
   return std::any_of(ops.begin(), ops.end(), [](const PendingOp& op) {
@@ -137,26 +125,18 @@ void NetRunner::runCollective(const std::shared_ptr<Communicator>& comm, const N
   run.match = std::move(match);
   run.layout = net.layout;
   // Ranks on other daemons may have posted another descriptor, which the local matching cannot
-  // see; the daemons allgather theirs first, so a mismatch fails every rank with the same message
-  // instead of running two different schedules. The same exchange settles whether the op runs as
-  // a pipeline of slices, and carries a small op's operands: when every daemon's are there, the op
-  // ends with this one exchange (coll/hier/inline_op.h).
+  // see; the daemons allgather theirs first (24 bytes each), so a mismatch fails every rank with
+  // the same message instead of running two different schedules. The same exchange settles
+  // whether the op runs as a pipeline of slices.
   const PendingOp& first = run.match.ops.front();
-  const bool staged = needsStaging(run.match.ops);
-  AgreementBlock mine{};
-  mine.descriptor = {static_cast<uint8_t>(first.type),
-                     static_cast<uint8_t>(first.dtype),
-                     static_cast<uint8_t>(first.redop),
-                     0,
-                     first.root,
-                     first.count,
-                     staged ? std::max<uint64_t>(context_.options.stagingChunkBytes, 1) : 0,
-                     0};
-  const coll::LocalOp op{first.type, first.dtype, first.redop, first.root, first.count};
-  if (!staged && coll::hier::inlinable(op)) {
-    coll::hier::contribute(op, *net.layout, matchBuffers(run.match), mine.contribution);
-    mine.descriptor.inlined = 1;
-  }
+  const Descriptor mine{
+      static_cast<uint8_t>(first.type),
+      static_cast<uint8_t>(first.dtype),
+      static_cast<uint8_t>(first.redop),
+      0,
+      first.root,
+      first.count,
+      needsStaging(run.match.ops) ? std::max<uint64_t>(context_.options.stagingChunkBytes, 1) : 0};
   run.kind = NetRun::Kind::Agree;
   exchange(net, std::move(run), &mine, sizeof(mine));
 }
@@ -181,9 +161,7 @@ void NetRunner::onAgreement(NetRun run) {
   const auto& layout = *run.layout;
   auto net = netComms_.find(run.comm->id());
   std::vector<Descriptor> all(layout.nodes());
-  for (size_t n = 0; n < all.size(); ++n) {
-    std::memcpy(&all[n], run.notice.data() + n * sizeof(AgreementBlock), sizeof(Descriptor));
-  }
+  std::memcpy(all.data(), run.notice.data(), all.size() * sizeof(Descriptor));
   for (uint32_t n = 1; n < all.size(); ++n) {
     if (std::memcmp(&all[n], &all[0], kAgreedBytes) == 0) continue;
     // The same words on every daemon: each has the same table.
@@ -207,9 +185,6 @@ void NetRunner::onAgreement(NetRun run) {
     endNetRun(run, run.comm->failure());
     return;
   }
-  if (std::all_of(all.begin(), all.end(), [](const Descriptor& d) { return d.inlined == 1; })) {
-    return finishInline(std::move(run));
-  }
   uint64_t sliceBytes = 0;
   for (const auto& d : all) {
     if (d.sliceBytes != 0 && (sliceBytes == 0 || d.sliceBytes < sliceBytes)) {
@@ -227,18 +202,6 @@ void NetRunner::onAgreement(NetRun run) {
   if (!plan.isOk()) return failBeforeWire(run.comm, run.match, plan.status());
   run.plan = std::move(plan.value());
   startNetOp(net->second, std::move(run));
-}
-
-void NetRunner::finishInline(NetRun run) {
-  const PendingOp& head = run.match.ops.front();
-  const coll::LocalOp op{head.type, head.dtype, head.redop, head.root, head.count};
-  std::vector<const uint8_t*> contributions(run.layout->nodes());
-  for (size_t n = 0; n < contributions.size(); ++n) {
-    contributions[n] =
-        run.notice.data() + n * sizeof(AgreementBlock) + offsetof(AgreementBlock, contribution);
-  }
-  coll::hier::result(op, *run.layout, contributions, matchBuffers(run.match));
-  endNetRun(run, okStatus());
 }
 
 void NetRunner::startNetOp(const NetComm& net, NetRun run) {

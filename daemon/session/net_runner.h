@@ -89,8 +89,7 @@ class NetRunner {
   // Inter-node work under way: an operation, a watch on another daemon's failure notices, or
   // such a notice going out.
   struct NetRun {
-    // Agree: the daemons compare the collective's descriptor before its Op runs (a small op's
-    // data comes with it, and it may end there: finishInline). Verdict: after
+    // Agree: the daemons compare the collective's descriptor before its Op runs. Verdict: after
     // the last slice of a pipelined Op, they tell each other whether their copies succeeded.
     enum class Kind { Agree, Op, Verdict, Split, Watch, Notice } kind = Kind::Op;
     std::shared_ptr<Communicator> comm;
@@ -126,8 +125,6 @@ class NetRunner {
   // all of them land in run.notice, in node order.
   void exchange(const NetComm& net, NetRun run, const void* mine, size_t bytes);
   void onAgreement(NetRun run);
-  // Every daemon's contribution came with the agreement: the op ends here, without a NetOp.
-  void finishInline(NetRun run);
   void watchNodes(const std::shared_ptr<Communicator>& comm, const NetComm& net);
   void onWatch(NetRun& run, const Status& status);
   void releaseRuns(const std::shared_ptr<Communicator>& comm);

@@ -98,9 +98,8 @@ constexpr uint64_t kFirstCommIdentity = 256;
 // of 2048 bytes, goodbyes with send counts (daemon/session/notices.h); 4: an op's failure
 // notice carries its origin and words, 512 bytes (daemon/coll/net/op_notice.h); 5: the UCX
 // backend's hellos and headers carry the receiver's secret, and its address holds it
-// (daemon/transport/ucx/ucx_wire.h, "Proof"); 6: a collective's agreement block of 1024 bytes
-// carries a small op's operands (daemon/session/net_runner.cc, coll/hier/inline_op.h).
-constexpr uint32_t kWireVersion = 6;
+// (daemon/transport/ucx/ucx_wire.h, "Proof").
+constexpr uint32_t kWireVersion = 5;
 
 // A message that arrived with no receive posted, as dropUnexpected() shows it.
 struct UnexpectedMessage {

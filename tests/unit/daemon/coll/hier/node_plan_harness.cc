@@ -5,7 +5,6 @@
 #include <cstring>
 #include <sstream>
 
-#include "daemon/coll/hier/inline_op.h"
 #include "tests/unit/daemon/coll/net/net_test_harness.h"
 
 namespace hc::coll::hier::testing {
@@ -226,26 +225,6 @@ Status HierWorld::runCollective(const LocalOp& op, const std::vector<RankBuffers
     }
   }
   return run(work, options);
-}
-
-Status HierWorld::runInline(const LocalOp& op, const std::vector<RankBuffers>& byRank) {
-  if (!inlinable(op)) return invalidArgument(std::string(opName(op.type)) + " is not inlinable");
-  std::vector<std::vector<RankBuffers>> local(nodes());
-  for (size_t node = 0; node < nodes(); ++node) {
-    for (uint32_t rank : layouts_[node].ranksOfNode[node]) local[node].push_back(byRank[rank]);
-  }
-  // Every block is complete before any node writes a result, as after the agreement; a block's
-  // bytes past the contribution hold garbage, as a daemon's may.
-  std::vector<std::vector<uint8_t>> blocks(nodes(), std::vector<uint8_t>(kInlineBytes, 0xa5));
-  for (size_t node = 0; node < nodes(); ++node) {
-    contribute(op, layouts_[node], local[node], blocks[node].data());
-  }
-  std::vector<const uint8_t*> contributions;
-  for (const auto& block : blocks) contributions.push_back(block.data());
-  for (size_t node = 0; node < nodes(); ++node) {
-    result(op, layouts_[node], contributions, local[node]);
-  }
-  return okStatus();
 }
 
 }  // namespace hc::coll::hier::testing

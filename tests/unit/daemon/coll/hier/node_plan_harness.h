@@ -136,10 +136,6 @@ class HierWorld {
   // A collective: every node runs `op` over its local ranks, taken from `byRank`.
   [[nodiscard]] Status runCollective(const LocalOp& op, const std::vector<RankBuffers>& byRank,
                                      const net::NetOpOptions& options);
-  // The same collective inline (inline_op.h): every node contributes, as the daemons' agreement
-  // carries it, and then every node writes its local ranks' results. An error when `op` is not
-  // inlinable.
-  [[nodiscard]] Status runInline(const LocalOp& op, const std::vector<RankBuffers>& byRank);
 
  private:
   std::vector<NodeLayout> layouts_;

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "common/ipc/protocol.h"
-#include "daemon/coll/hier/inline_op.h"
 #include "tests/unit/daemon/coll/hier/node_plan_harness.h"
 #include "tests/unit/daemon/coll/net/net_test_values.h"
 
@@ -53,7 +52,6 @@ struct OpCase {
   int root = -1;
   bool inPlace = false;
   AllreduceAlgo algo = AllreduceAlgo::Auto;
-  bool inlined = false;  // through inline_op.h instead of a NodePlan and a NetOp
 };
 
 std::string label(const OpCase& c, const char* placement) {
@@ -65,7 +63,6 @@ std::string label(const OpCase& c, const char* placement) {
   if (c.type == OpType::AllReduce && c.algo != AllreduceAlgo::Auto) {
     s += c.algo == AllreduceAlgo::Ring ? " ring" : " rd";
   }
-  if (c.inlined) s += " inline";
   return s + ", placement " + placement;
 }
 
@@ -194,8 +191,7 @@ class NodePlanTest : public ::testing::TestWithParam<NamedPlacement> {
 
     checker_.beginCase();
     const LocalOp op{c.type, Dtype{c.dtype}, RedOp{c.redop}, c.root, c.count};
-    const Status run =
-        c.inlined ? world_.runInline(op, byRank) : world_.runCollective(op, byRank, options(c));
+    const Status run = world_.runCollective(op, byRank, options(c));
     if (!run.isOk()) return checker_.runFailed(name + ": " + run.toString());
     for (int r = 0; r < nranks(); ++r) checker_.check(name, r, *memory[r]);
   }
@@ -322,39 +318,6 @@ TEST_P(NodePlanTest, LargeBuffersInDefaultChunks) {
     runCase(OpCase{OpType::Scatter, kFloat32, kSum, kLargeCount, 0, inPlace});
     runCase(OpCase{OpType::AllToAll, kFloat32, kSum, kLargeCount, -1, inPlace});
   }
-}
-
-// Small ops whose contributions travel in the daemons' agreement (inline_op.h): every operator,
-// root and dtype, counts 0, 1, 7 and the most that fit, in place and out of place.
-TEST_P(NodePlanTest, InlineOpsMatchReferenceOnEveryRank) {
-  for (OpType type : {OpType::AllReduce, OpType::Reduce, OpType::Broadcast}) {
-    for (uint8_t dtype : kDtypes) {
-      const uint64_t most = kInlineBytes / sizeOf(dtype);
-      for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, most}) {
-        ASSERT_TRUE(inlinable(LocalOp{type, Dtype{dtype}, RedOp::Sum, 0, count}));
-        for (bool inPlace : {false, true}) {
-          OpCase c{type, dtype, kSum, count, -1, inPlace};
-          c.inlined = true;
-          for (uint8_t redop : isReduction(type)
-                                   ? std::vector<uint8_t>(std::begin(kAllOps), std::end(kAllOps))
-                                   : std::vector<uint8_t>{kSum}) {
-            c.redop = redop;
-            if (!hasRoot(type)) {
-              runCase(c);
-              continue;
-            }
-            for (c.root = 0; c.root < nranks(); ++c.root) runCase(c);
-          }
-        }
-      }
-      EXPECT_FALSE(inlinable(LocalOp{type, Dtype{dtype}, RedOp::Sum, 0, most + 1}));
-    }
-  }
-  for (OpType type : {OpType::AllGather, OpType::ReduceScatter, OpType::Gather, OpType::Scatter,
-                      OpType::AllToAll, OpType::Send, OpType::Recv}) {
-    EXPECT_FALSE(inlinable(LocalOp{type, Dtype::Int8, RedOp::Sum, 0, 1})) << opName(type);
-  }
-  EXPECT_TRUE(inlinable(LocalOp{OpType::Barrier, Dtype::Int8, RedOp::Sum, -1, 0}));
 }
 
 TEST_P(NodePlanTest, SendRecvBetweenRanksOnDifferentNodes) {
