@@ -16,9 +16,9 @@
 
 namespace hc::control {
 
-// The largest Peer request the root reads: an honest JoinRequest, at most about 3.2 MiB (every rank
-// of a communicator of peer::kMaxRanks brought by one node, the longest identity and address;
-// peer_server_limit_test checks it against the real conversion), fits with room to spare.
+// The largest Peer request the root reads: an honest JoinRequest, at most 3,195,678 bytes (every
+// rank of a communicator of peer::kMaxRanks brought by one node, the longest identity and
+// address; peer_server_limit_test checks it against the real conversion), fits with room to spare.
 constexpr size_t kMaxJoinRequestBytes = size_t{4} << 20;
 // What the Peer listener's connections may hold in memory at once, reading requests included:
 // gRPC reads a whole message before it checks it against kMaxJoinRequestBytes, so without a
