@@ -27,14 +27,16 @@ enum class OpType : uint8_t {
   AllGather = 6,
   ReduceScatter = 7,
   Barrier = 8,
-  AllToAll = 9,    // count = elements per peer; send and recv hold nranks * count
-  Gather = 10,     // count = elements per rank; the root's recv holds nranks * count
-  Scatter = 11,    // count = elements per rank; the root's send holds nranks * count
-  Send = 12,       // root = the peer rank; send = the data
-  Recv = 13,       // root = the peer rank; recv = where the data lands
-  CommSplit = 14,  // collective over the parent; splitColor/splitKey
+  AllToAll = 9,     // count = elements per peer; send and recv hold nranks * count
+  Gather = 10,      // count = elements per rank; the root's recv holds nranks * count
+  Scatter = 11,     // count = elements per rank; the root's send holds nranks * count
+  Send = 12,        // root = the peer rank; send = the data
+  Recv = 13,        // root = the peer rank; recv = where the data lands
+  CommSplit = 14,   // collective over the parent; splitColor/splitKey
+  CommShrink = 15,  // over the parent's survivors: a child without the excluded ranks
+  CommRevoke = 16,  // stops the parent's operations on every rank; it stays a parent
 };
-inline constexpr uint8_t kNumOpTypes = 15;  // one past the largest code
+inline constexpr uint8_t kNumOpTypes = 17;  // one past the largest code
 
 // The element types: the ncclDataType_t and hc_dtype_t values.
 enum class Dtype : uint8_t {
@@ -90,6 +92,10 @@ constexpr const char* opName(OpType op) {
       return "recv";
     case OpType::CommSplit:
       return "comm_split";
+    case OpType::CommShrink:
+      return "comm_shrink";
+    case OpType::CommRevoke:
+      return "comm_revoke";
   }
   return "unknown operation";
 }
@@ -108,7 +114,7 @@ constexpr bool isPointToPoint(OpType op) { return op == OpType::Send || op == Op
 // Moves elements of a dtype (a barrier, and the communicator's own operations, move none).
 constexpr bool movesData(OpType op) {
   return op != OpType::CommInit && op != OpType::CommDestroy && op != OpType::Barrier &&
-         op != OpType::CommSplit;
+         op != OpType::CommSplit && op != OpType::CommShrink && op != OpType::CommRevoke;
 }
 
 // ---- dtypes --------------------------------------------------------------------------------

@@ -29,12 +29,6 @@ bool isRoot(hc_comm_t comm, int root) {
   return comm != nullptr && comm->state && comm->state->rank.load() == root;
 }
 
-hc_status_t notYet(const char* what) {
-  // Declared for the full NCCL surface; these arrive with device support.
-  return hc::client::fail(
-      hc::invalidArgument(std::string(what) + " is not available in this release of hetero-comm"));
-}
-
 }  // namespace
 
 extern "C" {
@@ -102,10 +96,5 @@ hc_status_t hc_scatter(const void* sendbuff, void* recvbuff, size_t count, hc_dt
 hc_status_t hc_barrier(hc_comm_t comm, hc_stream_t stream, hc_request_t* req) {
   return postOp(comm, entry(OpType::Barrier, 0, HC_INT8, -1), {}, {}, HC_SUM, stream, req);
 }
-
-hc_status_t hc_comm_register(hc_comm_t, void*, size_t, void**) {
-  return notYet("hc_comm_register");
-}
-hc_status_t hc_comm_deregister(hc_comm_t, void*) { return notYet("hc_comm_deregister"); }
 
 }  // extern "C"

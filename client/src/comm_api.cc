@@ -35,10 +35,7 @@ struct UniqueIdLayout {
 static_assert(sizeof(UniqueIdLayout) == sizeof(hc_unique_id_t::internal));
 constexpr size_t kMaxRootAddress = sizeof(UniqueIdLayout::root);
 
-struct CommConfig {
-  bool blocking = true;
-  int timeoutMs = 0;  // 0: the daemon's default
-};
+}  // namespace
 
 Result<CommConfig> readConfig(const hc_config_t* config) {
   CommConfig c;
@@ -50,8 +47,6 @@ Result<CommConfig> readConfig(const hc_config_t* config) {
   if (config->timeout_ms != HC_CONFIG_UNDEF_INT) c.timeoutMs = config->timeout_ms;
   return c;
 }
-
-}  // namespace
 
 Result<hc_unique_id_t> newUniqueId(Connection& conn, bool nameRoot) {
   UniqueIdLayout layout{};
@@ -100,16 +95,10 @@ Result<RequestPtr> submitInit(Connection& conn, int nranks, const hc_unique_id_t
   return submitControl(conn, e, nullptr);
 }
 
-namespace {
-
-// Fails a call whose handle could not be pinned live, recording the error on it when it exists.
 hc_status_t failOn(const CommPin& pin) {
   return fail(pin.status(), pin.pinned() ? pin.state() : nullptr);
 }
 
-// Finishes the creation of a communicator (init or split) whose request r is under way: returns
-// at once when non-blocking, else waits and takes over the handle. `waitComm` is the
-// communicator whose abort ends the wait (the parent of a split).
 hc_status_t completeCreation(hc_comm_t handle, const RequestPtr& r, bool blocking,
                              CommState* waitComm, hc_comm_t* out) {
   CommState* state = handle->state.get();
@@ -129,7 +118,6 @@ hc_status_t completeCreation(hc_comm_t handle, const RequestPtr& r, bool blockin
   return rc;
 }
 
-}  // namespace
 }  // namespace hc::client
 
 using hc::Code;
@@ -185,6 +173,8 @@ hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm
   auto c = usableComm(comm);
   if (!c.isOk()) return fail(c.status(), pin.state());
   const std::shared_ptr<CommState>& parent = *c;
+  if (parent->revoked.load() && !groupOpen())
+    return splitRevoked(comm, color, key, newcomm, config);
   Status s;
   if (color < 0 && color != HC_SPLIT_NOCOLOR) {
     s = hc::invalidArgument("hc_comm_split: color " + std::to_string(color) +
@@ -278,6 +268,12 @@ hc_status_t hc_comm_finalize(hc_comm_t comm) {
   auto c = usableComm(comm);
   if (!c.isOk()) return fail(c.status(), pin.state());
   CommState* st = c->get();
+  if (st->revoked.load()) {
+    // NCCL's rule: a revoked communicator's operations never finish; it is destroyed or aborted.
+    return fail(Status{Code::Unsupported,
+                       "hc_comm_finalize after hc_comm_revoke: destroy or abort the communicator"},
+                st);
+  }
   if (groupTouches(st)) {
     return fail(hc::invalidArgument("hc_comm_finalize inside a group that holds operations of "
                                     "this communicator; call hc_group_end first"),

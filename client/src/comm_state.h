@@ -31,6 +31,7 @@ struct PremulOp {
 struct CommState {
   Connection* conn = nullptr;  // borrowed: connections are never freed
   std::atomic<bool> aborted{false};
+  std::atomic<bool> revoked{false};  // hc_comm_revoke: a parent for shrink, never finalized
   std::atomic<int> outstanding{0};  // requests made on this communicator and not yet finished
   // Set by init and split; a non-blocking one fixes them when initRequest completes (adoptInit).
   std::atomic<uint64_t> handle{0};

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "client/src/device_cache.h"
 #include "client/src/device_runtime.h"
 #include "client/src/done_flags.h"
 #include "client/src/request.h"
@@ -30,6 +31,18 @@
 namespace hc::client {
 
 struct CommState;
+class Connection;
+
+// The device regions one operation names, from deviceRef until the daemon completed it (or the
+// operation failed before submission): held by its Submission, then by its pending entry.
+struct RegionUses {
+  Connection* conn = nullptr;
+  std::vector<uint32_t> regions;
+  RegionUses() = default;
+  RegionUses(const RegionUses&) = delete;
+  RegionUses& operator=(const RegionUses&) = delete;
+  ~RegionUses();
+};
 
 class Connection {
  public:
@@ -89,12 +102,21 @@ class Connection {
   void pollThrottled();
 
   // Device memory (protocol minor 3; connection_device.cc). A reference to [p, p+bytes) of the
-  // device allocation `at` of runtime `rt`: the allocation is exported and registered with the
-  // daemon on first use, and the region is cached by (runtime, allocation id).
+  // device allocation `at` of runtime `rt` for the operation `sub`: the allocation is exported
+  // and registered with the daemon on first use, and the region is cached by (runtime,
+  // allocation id) (device_cache.h says when it is dropped). The region counts as used by `sub`
+  // until the daemon completes it, so no release can reach the daemon before its entry.
   Result<ipc::BufferRef> deviceRef(DeviceRuntime* rt, const DevicePointer& at, const void* p,
-                                   uint64_t bytes);
-  // The runtime freed an allocation: its registration (if any) is dropped here and in the daemon.
+                                   uint64_t bytes, Submission* sub);
+  // hc_comm_register of device memory: registers `at` now (so its first operation imports
+  // nothing) and pins it, so no automatic release drops it until unpinDevice.
+  Status pinDevice(DeviceRuntime* rt, const DevicePointer& at);
+  void unpinDevice(const char* runtime, uint64_t allocationId);
+  // The runtime freed an allocation: its registration (if any) is dropped here and in the daemon
+  // (once operations still using it completed; the daemon keeps their mapping until they end).
   void forgetDeviceAllocation(const char* runtime, uint64_t allocationId);
+  // The ends of operations' uses of regions (RegionUses' destructor). Never blocks on the socket.
+  void endRegionUses(const std::vector<uint32_t>& regions);
   DoneFlagPool& doneFlags() { return doneFlags_; }
 
   // Tells the daemon to abort a communicator handle, fails the handle's local requests and
@@ -112,6 +134,7 @@ class Connection {
   struct PendingEntry {
     RequestPtr request;
     std::shared_ptr<Staging> staging;
+    std::shared_ptr<RegionUses> regionUses;  // released with the entry, at its completion
   };
 
   // What the cross-memory-attach probe left behind.
@@ -133,6 +156,13 @@ class Connection {
                                        std::span<const int> fds = {});
   Status pushEntry(const ipc::SubmitEntry& entry, const CommState* comm);
   void markDead(const Status& why);
+  // MemRegister of `at` (the socket round trip); the region id.
+  Result<uint32_t> registerAllocation(DeviceRuntime* rt, const DevicePointer& at);
+  // registerAllocation, releasing least recently used idle regions while the daemon refuses it
+  // at its cap (NoResource); the new region counts one use.
+  Result<uint32_t> registerCached(DeviceRuntime* rt, const DevicePointer& at);
+  // Sends MemUnregister for every region the cache gave up (DeviceRegionCache::takeDoomed).
+  void unregisterDoomed();
   bool daemonHungUp() const;
   Status noticeHangUp();
 
@@ -161,8 +191,8 @@ class Connection {
   Status deadStatus_;
   StagingPool staging_{this};
   PendingWrites pendingWrites_;
-  std::mutex deviceMutex_;                                        // guards regions_
-  std::map<std::pair<std::string, uint64_t>, uint32_t> regions_;  // (runtime, allocation) -> id
+  std::mutex deviceMutex_;  // guards cache_; never held across a socket request
+  DeviceRegionCache cache_;
   DoneFlagPool doneFlags_{this};
 };
 

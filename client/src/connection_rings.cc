@@ -40,7 +40,7 @@ Status Connection::submitUnit(std::span<Submission> unit) {
     sub.entry.requestId = r->id;
     {
       std::lock_guard<std::mutex> reapLock(reapMutex_);
-      pending_[r->id] = PendingEntry{r, sub.staging};
+      pending_[r->id] = PendingEntry{r, sub.staging, sub.regionUses};
     }
     inFlight_.fetch_add(1);
     Status s = pushEntry(sub.entry, comm);

@@ -67,9 +67,10 @@ struct SideLayout {
   DevicePointer device;              // ... in this allocation
 };
 
-Result<ipc::BufferRef> partRef(Connection& conn, const SideLayout& side, const Part& p) {
+Result<ipc::BufferRef> partRef(Connection& conn, const SideLayout& side, const Part& p,
+                               Submission* sub) {
   if (side.runtime != nullptr) {
-    return conn.deviceRef(side.runtime, side.device, side.base + p.offset, p.bytes);
+    return conn.deviceRef(side.runtime, side.device, side.base + p.offset, p.bytes, sub);
   }
   if (side.attached) return processMemoryRef(side.base + p.offset);
   if (side.staged) return stagedRef(side.stagedAt + p.offset);
@@ -91,7 +92,7 @@ Status postAlltoallv(const std::shared_ptr<CommState>& state, const RequestPtr& 
     sub.entry.commHandle = state->handle.load();
     sub.comm = state;
     const bool isSend = type == OpType::Send;
-    auto ref = partRef(conn, isSend ? sendSide : recvSide, p);
+    auto ref = partRef(conn, isSend ? sendSide : recvSide, p, &sub);
     if (!ref.isOk()) return ref.status();
     (isSend ? sub.entry.send : sub.entry.recv) = *ref;
     (isSend ? sub.entry.recv : sub.entry.send) = noBufferRef();

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "client/src/comm_state.h"
+#include "client/src/connection.h"
 #include "client/src/device_runtime.h"
 
 namespace hc::client {
@@ -57,6 +58,12 @@ Result<bool> freeIfDeviceAllocation(void* ptr) {
     rt = it->second;
     table.byPointer.erase(it);
   }
+  // The daemon's import goes first (now, or once operations still using it completed), so
+  // nothing keeps the memory alive in the driver after the free.
+  DevicePointer at;
+  Connection* conn = Connection::current();
+  if (conn != nullptr && rt->lookup(ptr, &at))
+    conn->forgetDeviceAllocation(rt->name(), at.allocationId);
   HC_RETURN_IF_ERROR(rt->freeDevice(ptr));
   return true;
 }

@@ -13,6 +13,7 @@ namespace hc::client {
 struct CommState;
 class DeviceRuntime;
 class Staging;
+struct RegionUses;
 
 struct Submission {
   ipc::SubmitEntry entry{};
@@ -23,6 +24,8 @@ struct Submission {
   // Until prepared, the offset of a staged buffer reference is relative to the staging block.
   bool sendStaged = false;
   bool recvStaged = false;
+  // The device regions the entry names (Connection::deviceRef), in use until it completes.
+  std::shared_ptr<RegionUses> regionUses;
   // A stream-ordered operation (stream_ops.h): the runtime whose stream orders it, null when the
   // operation is not stream-ordered, and that stream (null: the runtime's legacy default stream).
   DeviceRuntime* runtime = nullptr;

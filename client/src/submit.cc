@@ -170,7 +170,7 @@ Status placeBuffers(Connection& conn, Submission* sub, BufferArg send, BufferArg
       case Residence::Attached:
         return processMemoryRef(b.ptr);
       case Residence::Device: {
-        auto ref = conn.deviceRef(at.runtime, at.device, b.ptr, b.bytes);
+        auto ref = conn.deviceRef(at.runtime, at.device, b.ptr, b.bytes, sub);
         if (!ref.isOk()) {
           return Status{ref.status().code(), std::string(side == Side::Send ? "send" : "recv") +
                                                  " buffer: " + ref.status().message()};

@@ -27,11 +27,14 @@ constexpr uint16_t kProtocolMajor = 1;        // a different major is refused at
 // 3: device memory (MemRegister, MemKind::Device, done flags). 4: CmaProbe carries the client's
 // /proc/self/mem (one fd), and a probe without it is refused (see CmaProbeFrame).
 // 5: DeviceQuery (the node's GPUs and their measured speed weights, for hc_get_devices).
-constexpr uint16_t kProtocolMinor = 5;
+// 6: CommShrink and CommRevoke entries.
+constexpr uint16_t kProtocolMinor = 6;
 // The first minor whose CmaProbe carries the fd: a client asks an older daemon for nothing.
 constexpr uint16_t kCmaProbeFdMinor = 4;
 // The first minor that answers DeviceQuery: an older daemon would close on the unknown type.
 constexpr uint16_t kDeviceQueryMinor = 5;
+// The first minor that takes CommShrink and CommRevoke entries.
+constexpr uint16_t kShrinkMinor = 6;
 constexpr size_t kMaxFrameBytes = 1024;  // larger frames are rejected, never truncated
 constexpr size_t kMessageBytes = 200;    // error text carried in Error frames
 constexpr size_t kCompletionText = 100;  // error text carried in completion entries
@@ -347,8 +350,8 @@ struct SubmitEntry {
   uint8_t key[16];  // communicator key from the unique id
   int32_t nranks;
   int32_t rank;
-  int32_t timeoutMs;  // init deadline; ops on the communicator wait without limit when <= 0
-  uint32_t reserved1;
+  int32_t timeoutMs;     // init (and shrink) deadline; ops wait without limit when <= 0
+  uint32_t shrinkFlags;  // CommShrink only: kShrink* bits
   // CommSplit only: the new communicator's color (kSplitNoColor: none) and ordering key.
   int32_t splitColor;
   int32_t splitKey;
@@ -361,13 +364,22 @@ static_assert(sizeof(SubmitEntry) == 128 && std::is_standard_layout_v<SubmitEntr
 
 constexpr int32_t kSplitNoColor = -1;  // HC_SPLIT_NOCOLOR
 
+// CommShrink: `send` is a segment buffer of `count` int32 ranks of the parent to leave out (every
+// survivor names the same ones, in any order), timeoutMs bounds the forming of the child.
+// kShrinkAbort first stops the parent's outstanding operations (NCCL_SHRINK_ABORT); without it
+// the parent must be idle on this rank (NCCL_SHRINK_DEFAULT).
+constexpr uint32_t kShrinkAbort = 1u << 0;
+constexpr uint32_t kKnownShrinkFlags = kShrinkAbort;
+
 // Every submission entry gets exactly one completion, also after CommAbort or a failure. A client
 // may have more entries outstanding than the completion ring holds (a large group): the daemon
 // parks completions that do not fit, and a client that pops completions while more are still
 // owed than the ring holds rings the daemon's eventfd, so the daemon wakes to move them in.
 //
 // CommInit: value = the communicator handle. CommSplit: value = the new handle (0 for a rank
-// with no color), rank = the caller's rank in it, nranks = its size.
+// with no color), rank = the caller's rank in it, nranks = its size. CommShrink: value = the
+// child's handle (rank and nranks as the survivors' order gives them). CommRevoke: completes
+// once the parent's operations on this daemon have stopped.
 struct CompletionEntry {
   uint64_t requestId;
   int32_t status;  // hc::Code

@@ -122,6 +122,11 @@ struct DaemonConfig {
   // learns another process's handle could have the daemon map that memory. false: only VMM
   // memory handed over as an fd (the kernel checks the client holds it) is accepted.
   bool devicesLegacyIpc = true;
+  // max_imported_bytes_per_client: the most bytes of device memory one client may have
+  // registered (mapped into the daemon) at once; past it MemRegister is refused with
+  // NoResource, and libhcclient releases its least recently used idle regions and retries.
+  // Bounds a client that registers without end; 0 = no cap. 1 TiB: above any one GPU today.
+  uint64_t devicesMaxImportedBytesPerClient = 1ull << 40;
   // measure: time each GPU's copies and reduction kernel on a thread of its own at startup, for
   // the weights hcctl devices, Control.GetNode, /metrics and hc_get_devices() report; false =
   // weights only when an operator asks (hcctl devices --measure).

@@ -15,7 +15,7 @@ namespace {
 using C = DaemonConfig;
 
 // Every tunable, declared once: its TOML key, environment name and flags derive from this row.
-const std::array<Setting, 53> kSettings = {{
+const std::array<Setting, 54> kSettings = {{
     {"server", "socket", &C::socketPath, "--socket", "Unix socket the local clients connect to"},
     {"server", "log_level", &C::logLevel, "--log-level", "trace, debug, info, warn, error or off"},
     {"server", "state_dir", &C::stateDir, "--state-dir",
@@ -84,7 +84,8 @@ const std::array<Setting, 53> kSettings = {{
     {"control", "listen", &C::controlListen, "",
      "loopback host:port for Health and Control over TCP (port 0: any free port); \"\" = none"},
     {"control", "health_listen", &C::controlHealthListen, "",
-     "host:port of a plaintext Health-only listener for probes (port 0: any free port); \"\" = none"},
+     "host:port of a plaintext Health-only listener for probes (port 0: any free port); \"\" = "
+     "none"},
     {"control", "tls_cert_file", &C::controlTlsCertFile, "",
      "PEM certificate of the TCP control listener; \"\" = plaintext (loopback only)"},
     {"control", "tls_key_file", &C::controlTlsKeyFile, "", "PEM private key of tls_cert_file"},
@@ -100,6 +101,9 @@ const std::array<Setting, 53> kSettings = {{
     {"devices", "legacy_ipc", &C::devicesLegacyIpc, "",
      "accept device memory named by a legacy IPC handle, which any process that learns it can "
      "name; false = only VMM memory passed as an fd"},
+    {"devices", "max_imported_bytes_per_client", &C::devicesMaxImportedBytesPerClient, "",
+     "device memory one client may have mapped into the daemon at once; past it the client "
+     "releases its least recently used registrations; 0 = no cap"},
     {"devices", "measure", &C::devicesMeasure, "",
      "time each GPU's copies and reduction kernel at startup (a background thread, tens of ms "
      "per GPU) for the device weights; false = only when hcctl devices --measure asks"},

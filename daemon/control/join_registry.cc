@@ -72,6 +72,7 @@ void JoinRegistry::addLocked(JoinTicket ticket, peer::JoinRequest request, JoinD
     ++opened;
     PendingComm comm;
     comm.nranks = request.nranks;
+    comm.agreement = request.agreement;
     comm.opener = request.node;
     comm.opened = now;
     comm.deadline = Clock::time_point::max();
@@ -86,6 +87,16 @@ void JoinRegistry::addLocked(JoinTicket ticket, peer::JoinRequest request, JoinD
         commName(key) + ": nranks mismatch: node " + request.node.toString() + " (ranks " +
         rankList(request.ranks) + ") says " + std::to_string(request.nranks) +
         ", the joins before it say " + std::to_string(comm.nranks));
+    spdlog::warn("peer bootstrap: {}", mismatch.message());
+    reject(mismatch);
+    return failCommLocked(key, mismatch, out);
+  }
+
+  if (request.agreement != comm.agreement) {
+    Status mismatch = invalidArgument(
+        commName(key) + ": node " + request.node.toString() + " (ranks " + rankList(request.ranks) +
+        ") joins with another exclude list than the joins before it: every survivor of a "
+        "shrink must exclude the same ranks");
     spdlog::warn("peer bootstrap: {}", mismatch.message());
     reject(mismatch);
     return failCommLocked(key, mismatch, out);

@@ -11,7 +11,7 @@
 // - Deadline: each join brings a timeout (zero: the registry's default, 120 s); the communicator
 //   fails at the earliest of its joiners' deadlines, with Timeout naming the missing ranks, for
 //   every joiner. One timer thread sleeps until the next deadline.
-// - A join whose nranks differs from the pending ones fails the whole communicator
+// - A join whose nranks or agreement differs from the pending ones fails the whole communicator
 //   (InvalidArgument, everyone).
 // - A rank that has already joined from another node fails only the new join (InvalidArgument
 //   naming the rank and both nodes); the communicator stays as it was.
@@ -102,6 +102,7 @@ class JoinRegistry {
   };
   struct PendingComm {
     uint32_t nranks = 0;
+    uint64_t agreement = 0;  // JoinRequest::agreement, which every join must repeat
     std::map<JoinTicket, Participant> participants;
     // The join that brought each rank that has joined: as large as the joins so far, never
     // nranks, so a communicator announced with a million ranks costs what its joiners brought.

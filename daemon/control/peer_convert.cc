@@ -26,6 +26,7 @@ void toProto(const peer::JoinRequest& join, const Nonce& rootNonce, const Nonce&
   out->set_transport_address(join.transportAddress);
   out->set_timeout_ms(static_cast<uint32_t>(join.timeout.count()));
   out->set_wire_version(join.wireVersion);
+  out->set_agreement(join.agreement);
   out->set_nonce(rootNonce.data(), rootNonce.size());
   out->set_joiner_nonce(joinerNonce.data(), joinerNonce.size());
   out->set_proof(proof.data(), proof.size());
@@ -45,6 +46,7 @@ Result<peer::JoinRequest> fromProto(const hetero_comm::v1::JoinRequest& message)
   join.timeout = std::chrono::milliseconds(message.timeout_ms());
   // A daemon from before wire versions states none: it speaks version 1.
   join.wireVersion = message.wire_version() == 0 ? 1 : message.wire_version();
+  join.agreement = message.agreement();
   return join;
 }
 

@@ -59,6 +59,17 @@ DaemonMetrics::DaemonMetrics(BuildInfo build)
           "hetero_comm_device_direct_transfers_total",
           "Sends and receives between daemons whose device memory the transport took in place, "
           "without staging through host memory.")),
+      deviceImports_(registry_.counter(
+          "hetero_comm_device_imports_total",
+          "Device allocations of clients mapped into the daemon (registered once, reused by "
+          "every operation on them until freed or released).")),
+      deviceReleases_(registry_.counter(
+          "hetero_comm_device_releases_total",
+          "Imported device allocations unmapped again: freed or released by their client, or "
+          "their client gone.")),
+      deviceImportedBytes_(
+          registry_.gauge("hetero_comm_device_imported_bytes",
+                          "Bytes of clients' device memory mapped into the daemon now.")),
       deviceDirect_(registry_.gauge(
           "hetero_comm_device_direct",
           "1 for a device whose memory the transport takes in place (the startup probe passed), "
@@ -84,6 +95,9 @@ DaemonMetrics::DaemonMetrics(BuildInfo build)
       {build.version, build.cuda ? "true" : "false", build.rocm ? "true" : "false", build.ucx}, 1);
   // Present from the start: "no clients" is a reading, not a missing series.
   clients_.set({}, 0);
+  deviceImports_.add({}, 0);
+  deviceReleases_.add({}, 0);
+  deviceImportedBytes_.set({}, 0);
   for (const char* reason : {"stale", "unknown", "over_limit"})
     unexpectedMessages_.add({reason}, 0);
 }
@@ -116,6 +130,16 @@ void DaemonMetrics::stagingFallback(std::string_view reason) {
 }
 
 void DaemonMetrics::deviceDirectTransfer() { directTransfers_.add({}, 1); }
+
+void DaemonMetrics::deviceImported(uint64_t bytes) {
+  deviceImports_.add({}, 1);
+  deviceImportedBytes_.add({}, static_cast<double>(bytes));
+}
+
+void DaemonMetrics::deviceReleased(uint64_t bytes) {
+  deviceReleases_.add({}, 1);
+  deviceImportedBytes_.add({}, -static_cast<double>(bytes));
+}
 
 void DaemonMetrics::unexpectedMessagesDropped(std::string_view reason, uint64_t count) {
   unexpectedMessages_.add({std::string(reason)}, static_cast<double>(count));

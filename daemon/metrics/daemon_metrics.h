@@ -61,6 +61,10 @@ class DaemonMetrics {
   void deviceReduction(bool acrossDevices);
   // A send or receive between daemons that lent device memory to the transport in place.
   void deviceDirectTransfer();
+  // A client's device allocation mapped into the daemon (MemRegister), and one unmapped again
+  // (unregistered, or its client gone, and no op using it any more).
+  void deviceImported(uint64_t bytes);
+  void deviceReleased(uint64_t bytes);
   // Messages from peer daemons dropped unread: reason "stale" (their communicator is gone here),
   // "unknown" (no communicator here took their identity in time), "over_limit" (beyond what is
   // held per peer for communicators not formed here yet).
@@ -86,6 +90,9 @@ class DaemonMetrics {
   CounterFamily& stagingFallbacks_;
   CounterFamily& deviceReductions_;
   CounterFamily& directTransfers_;
+  CounterFamily& deviceImports_;
+  CounterFamily& deviceReleases_;
+  GaugeFamily& deviceImportedBytes_;
   GaugeFamily& deviceDirect_;
   CounterFamily& unexpectedMessages_;
   GaugeFamily& deviceWeight_;

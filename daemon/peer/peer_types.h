@@ -61,6 +61,10 @@ struct JoinRequest {
   std::chrono::milliseconds timeout{0};
   // The data-plane wire version the joining daemon speaks (wireVersion()).
   uint32_t wireVersion = transport::kWireVersion;
+  // What every join of this key must carry alike, or the root fails them all with
+  // InvalidArgument: a digest of a shrink's exclude list (each survivor's daemon joins the
+  // child on its own); 0 for a communicator made by CommInit.
+  uint64_t agreement = 0;
 };
 
 // The data-plane wire version this daemon states at join (transport.h kWireVersion), unless the

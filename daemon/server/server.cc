@@ -372,6 +372,8 @@ void Server::acceptClients() {
     s->allowCrossMemoryAttach(config_.crossMemoryAttach);
     s->setDevices(&devices_);
     s->allowLegacyIpc(config_.devicesLegacyIpc);
+    s->limitDeviceBytes(config_.devicesMaxImportedBytesPerClient);
+    s->countDeviceImports(metrics_.get());
     s->setPrefaulter(prefaulter_.get());
     if (peer_) s->setPeerAddress(peer_->advertise());
     s->setDeviceEntrySource([board = deviceBoard_.get()] {

@@ -123,47 +123,51 @@ void CommJoiner::splitLocally(const std::shared_ptr<Communicator>& comm, const M
 
 void CommJoiner::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e,
                             std::string root) {
-  const std::string key = commKeyHex(e.key);
+  joinAt(session, e.requestId, keyBytes(e.key), e.nranks, e.rank, e.timeoutMs, std::move(root), 0);
+}
+
+void CommJoiner::joinAt(const SessionPtr& session, uint64_t requestId, const peer::CommKey& key,
+                        int nranks, int rank, int timeoutMs, std::string root, uint64_t agreement) {
+  const std::string keyHex = peer::commKeyHex(key);
   if (!context_.multiNode.enabled()) {
-    session->complete(e.requestId,
+    session->complete(requestId,
                       unavailable("comm init: the unique id names root daemon " + root +
                                   ", but this daemon has no Peer listener (peer.listen)"));
     return;
   }
-  auto [it, fresh] = remoteInits_.try_emplace(key);
+  auto [it, fresh] = remoteInits_.try_emplace(keyHex);
   RemoteInit& init = it->second;
   if (fresh) {
     init.root = root;
-    init.nranks = e.nranks;
-    init.key = keyBytes(e.key);
+    init.nranks = nranks;
+    init.key = key;
   }
-  if (init.nranks != e.nranks || init.root != root || init.joined.count(e.rank) != 0) {
-    session->complete(e.requestId,
-                      invalidArgument("comm init: rank " + std::to_string(e.rank) +
-                                      " disagrees with this daemon's other ranks of the "
-                                      "communicator, or joined twice"));
+  if (init.nranks != nranks || init.root != root || init.joined.count(rank) != 0) {
+    session->complete(requestId, invalidArgument("comm init: rank " + std::to_string(rank) +
+                                                 " disagrees with this daemon's other ranks of the "
+                                                 "communicator, or joined twice"));
     return;
   }
   peer::JoinRequest request;
-  request.key = keyBytes(e.key);
-  request.nranks = static_cast<uint32_t>(e.nranks);
-  request.ranks = {static_cast<uint32_t>(e.rank)};
+  request.key = key;
+  request.nranks = static_cast<uint32_t>(nranks);
+  request.ranks = {static_cast<uint32_t>(rank)};
   request.node = context_.multiNode.identity;
   request.wireVersion = peer::wireVersion();
+  request.agreement = agreement;
   const auto address = context_.multiNode.executor->address();
   request.transportAddress.assign(address.bytes.begin(), address.bytes.end());
-  const int timeout = e.timeoutMs > 0 ? e.timeoutMs : context_.options.initTimeoutMs;
+  const int timeout = timeoutMs > 0 ? timeoutMs : context_.options.initTimeoutMs;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout);
-  spdlog::debug("comm init {}: rank {} of {} joins at root {}", key, e.rank, e.nranks, root);
+  spdlog::debug("comm init {}: rank {} of {} joins at root {}", keyHex, rank, nranks, root);
   // Recorded before the join starts: its answer is taken on this thread, after this returns.
-  JoinedRank& joined = init.joined[e.rank] = JoinedRank{session, e.requestId};
+  JoinedRank& joined = init.joined[rank] = JoinedRank{session, requestId};
   joined.join = context_.multiNode.bootstrap->join(
-      root, std::move(request), deadline,
-      [this, key, rank = e.rank](Result<peer::RankTable> table) {
+      root, std::move(request), deadline, [this, keyHex, rank](Result<peer::RankTable> table) {
         {
           std::lock_guard<std::mutex> lock(answersMutex_);
           joinAnswers_.push_back(
-              {key, rank, std::move(table), Clock::now() + context_.options.joinAnswerDelay});
+              {keyHex, rank, std::move(table), Clock::now() + context_.options.joinAnswerDelay});
         }
         context_.wake();
       });

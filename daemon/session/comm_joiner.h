@@ -41,6 +41,13 @@ class CommJoiner {
   // match finishes.
   void splitLocally(const std::shared_ptr<Communicator>& comm, const Match& match);
 
+  // One rank's join of communicator `key` (nranks ranks, rank `rank`) at the root daemon `root`
+  // ("host:port"), as a CommInit naming that root makes it; its request completes with the
+  // handle once the communicator formed. `agreement`: what every join of the key must carry
+  // alike (the root fails them all when one differs; a shrink's exclude list), 0 for none.
+  void joinAt(const SessionPtr& session, uint64_t requestId, const peer::CommKey& key, int nranks,
+              int rank, int timeoutMs, std::string root, uint64_t agreement);
+
   // Acts on the root daemons' answers that came (once joinAnswerDelay passed for each).
   void takeJoinAnswers();
   // takeJoinAnswers(), when answers wait for their delay.

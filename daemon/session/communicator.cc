@@ -261,6 +261,23 @@ void Communicator::popFinishedHeads(int rank) {
   if (popped) activateHead(rank);
 }
 
+bool Communicator::idle(std::string* busy) const {
+  int owner = -1;
+  bool running = false;
+  if (const PendingOp* op = oldestUnfinished(&owner, &running)) {
+    *busy = "rank " + std::to_string(owner) + " has " + describeOp(*op) +
+            (running ? " running" : " waiting");
+    return false;
+  }
+  for (size_t r = 0; r < open_.size(); ++r) {
+    if (!open_[r].ops.empty()) {
+      *busy = "rank " + std::to_string(r) + " has a group open";
+      return false;
+    }
+  }
+  return true;
+}
+
 void Communicator::leave(int rank, const Status& why) {
   members_[rank] = nullptr;
   fail(why);

@@ -110,6 +110,9 @@ class Communicator {
   // Fails every waiting op now and every op posted later; running ones fail when they finish.
   void fail(const Status& why);
   bool failed() const { return !failure_.isOk(); }
+  // No operation of any local rank waits or runs, and no group is open (a shrink without
+  // NCCL_SHRINK_ABORT needs that). Otherwise *busy says which op of which rank is outstanding.
+  bool idle(std::string* busy) const;
   const Status& failure() const { return failure_; }
 
   // When the oldest waiting op has waited longer than the op timeout, fails the communicator

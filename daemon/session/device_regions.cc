@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -76,15 +77,19 @@ Status checkHandleFd(int fd) {
 }  // namespace
 
 DeviceRegion::DeviceRegion(device::Device* device, device::ImportedBuffer buffer, uint32_t id,
-                           uint64_t allocationId)
-    : device_(device), buffer_(buffer), id_(id), allocationId_(allocationId) {}
+                           uint64_t allocationId, metrics::DaemonMetrics* metrics)
+    : device_(device), buffer_(buffer), id_(id), allocationId_(allocationId), metrics_(metrics) {
+  if (metrics_ != nullptr) metrics_->deviceImported(buffer_.size);
+}
 
 DeviceRegion::~DeviceRegion() {
   // Every op that used the region synchronized its copies before it completed, so nothing is
   // pending on the mapping here.
+  const uint64_t bytes = buffer_.size;  // releaseBuffer clears the buffer it is given
   if (Status s = device_->releaseBuffer(buffer_); !s.isOk()) {
     spdlog::warn("{}: release failed: {}", describe(), s.message());
   }
+  if (metrics_ != nullptr) metrics_->deviceReleased(bytes);
 }
 
 std::string DeviceRegion::describe() const {
@@ -112,6 +117,14 @@ Result<uint32_t> DeviceRegions::add(const ipc::MemRegisterFrame& request, int fd
                            " device; the allocation is " + backendFor(*type) + " memory");
   }
   if (request.bytes == 0) return invalidArgument("device allocation of 0 bytes");
+  if (maxBytes_ != 0 && request.bytes > maxBytes_ - std::min(bytes_, maxBytes_)) {
+    return Status{Code::NoResource,
+                  "registering " + std::to_string(request.bytes) +
+                      " more bytes of device memory "
+                      "would take this client past devices.max_imported_bytes_per_client (" +
+                      std::to_string(maxBytes_) + "; " + std::to_string(bytes_) +
+                      " registered): free or deregister device memory"};
+  }
   const auto kind = static_cast<ipc::HandleKind>(request.handleKind);
   if (kind != ipc::HandleKind::LegacyIpc && kind != ipc::HandleKind::Fd) {
     return invalidArgument("unknown handle kind " + std::to_string(request.handleKind));
@@ -147,14 +160,19 @@ Result<uint32_t> DeviceRegions::add(const ipc::MemRegisterFrame& request, int fd
   imported->size = request.bytes;
   while (nextId_ == 0 || regions_.count(nextId_) != 0) ++nextId_;
   const uint32_t id = nextId_++;
-  regions_[id] = std::make_shared<DeviceRegion>(*dev, *imported, id, request.allocationId);
+  regions_[id] =
+      std::make_shared<DeviceRegion>(*dev, *imported, id, request.allocationId, metrics_);
+  bytes_ += request.bytes;
   return id;
 }
 
 Status DeviceRegions::remove(uint32_t id) {
-  if (regions_.erase(id) == 0) {
+  auto it = regions_.find(id);
+  if (it == regions_.end()) {
     return notFound("device region " + std::to_string(id) + " is not registered");
   }
+  bytes_ -= it->second->bytes();
+  regions_.erase(it);  // unmapped here, or when the last op using it ends
   return okStatus();
 }
 

@@ -17,7 +17,8 @@ Engine::Engine(EngineOptions options, coll::ReductionPool* pool, MultiNode multi
     : context_(std::move(options), std::move(multiNode)),
       net_(&context_),
       local_(&context_, pool),
-      joiner_(&context_, &net_) {
+      joiner_(&context_, &net_),
+      shrinker_(&context_, &net_, &joiner_) {
   context_.progress = [this](const std::shared_ptr<Communicator>& comm) { progress(comm); };
 }
 
@@ -77,6 +78,10 @@ void Engine::accept(const SessionPtr& session, const ipc::SubmitEntry& e) {
     dropIfEmpty(comm);
     return;
   }
+  // Not matched among the parent's ranks: a shrink gathers the survivors only, and a revoke is
+  // one rank's act.
+  if (type == OpType::CommShrink) return shrinker_.shrink(session, e, comm, m->rank);
+  if (type == OpType::CommRevoke) return shrinker_.revoke(session, e, comm, m->rank);
   const bool closesUnit = (e.flags & ipc::kEntryGroupMore) == 0;
   if (closesUnit) {
     session->closeGroup(e.commHandle);
@@ -144,6 +149,7 @@ void Engine::sessionClosed(const SessionPtr& session, const Status& why) {
   }
   session->members().clear();
   joiner_.sessionClosed(session);
+  shrinker_.sessionClosed(session);
   net_.propagateFailures();
   std::vector<std::shared_ptr<Communicator>> empty;
   for (auto& [id, comm] : context_.comms) {
@@ -173,6 +179,7 @@ void Engine::dropIfEmpty(const std::shared_ptr<Communicator>& comm) {
 
 void Engine::checkDeadlines(Clock::time_point now) {
   joiner_.failLateJoins(now);
+  shrinker_.failLate(now);
   for (auto& [id, comm] : context_.comms) comm->checkDeadline(now);
   joiner_.takeDelayedAnswers();
   net_.propagateFailures();
@@ -180,6 +187,7 @@ void Engine::checkDeadlines(Clock::time_point now) {
 
 std::optional<Clock::time_point> Engine::nextDeadline() const {
   std::optional<Clock::time_point> next = joiner_.nextDeadline();
+  if (auto d = shrinker_.nextDeadline(); d && (!next || *d < *next)) next = d;
   for (const auto& [id, comm] : context_.comms) {
     if (auto d = comm->deadline(); d && (!next || *d < *next)) next = d;
   }
@@ -188,6 +196,7 @@ std::optional<Clock::time_point> Engine::nextDeadline() const {
 
 void Engine::failPending(const Status& why) {
   joiner_.failAll(why);
+  shrinker_.failAll(why);
   for (auto& [id, comm] : context_.comms) comm->fail(why);
   net_.propagateFailures();
 }

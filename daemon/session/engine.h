@@ -3,6 +3,7 @@
 // operators see, and progress(comm), which the engine implements):
 //   CommJoiner   (comm_joiner.h)   forms communicators: CommInit here or at a root daemon, and
 //                                  splits among this daemon's ranks;
+//   CommShrinker (comm_shrinker.h) shrink (survivors make a child) and revoke;
 //   LocalRunner  (local_runner.h)  runs what a communicator matched among this daemon's ranks,
 //                                  in one pass, inline or on the reduction pool;
 //   NetRunner    (net_runner.h)    runs communicators that span daemons: NetOps on the
@@ -25,6 +26,7 @@
 #include "daemon/session/bootstrap.h"
 #include "daemon/session/comm_joiner.h"
 #include "daemon/session/comm_keys.h"
+#include "daemon/session/comm_shrinker.h"
 #include "daemon/session/communicator.h"
 #include "daemon/session/engine_context.h"
 #include "daemon/session/engine_options.h"
@@ -91,6 +93,7 @@ class Engine {
   NetRunner net_;
   LocalRunner local_;
   CommJoiner joiner_;
+  CommShrinker shrinker_;
 };
 
 }  // namespace hc::session

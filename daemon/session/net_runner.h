@@ -39,6 +39,8 @@ class NetRunner {
   bool spans(uint64_t commId) const { return netComms_.count(commId) != 0; }
   // The identity that names it among its daemons; 0 when it runs on this daemon only.
   uint64_t identityOf(uint64_t commId) const;
+  // Where its ranks live; null when it runs on this daemon only.
+  std::shared_ptr<const coll::hier::NodeLayout> layoutOf(uint64_t commId) const;
 
   // A communicator laid out as `layout`, in the context's table: remote ranks marked, and when
   // it spans daemons its inter-node side (identity, the daemons' addresses) with a watch on

@@ -44,6 +44,11 @@ Result<std::shared_ptr<Communicator>> NetRunner::formSpanning(
   return comm;
 }
 
+std::shared_ptr<const coll::hier::NodeLayout> NetRunner::layoutOf(uint64_t commId) const {
+  auto it = netComms_.find(commId);
+  return it == netComms_.end() ? nullptr : it->second.layout;
+}
+
 void NetRunner::split(const std::shared_ptr<Communicator>& comm, const Match& match) {
   auto found = netComms_.find(comm->id());
   HC_CHECK(found != netComms_.end());

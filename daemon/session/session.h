@@ -94,6 +94,10 @@ class Session {
   void setDevices(const device::DeviceRegistry* devices) { devices_ = devices; }
   // devices.legacy_ipc: whether MemRegister takes legacy IPC handles.
   void allowLegacyIpc(bool allowed) { regions_.allowLegacyIpc(allowed); }
+  // devices.max_imported_bytes_per_client (0: no cap), and where imports are counted
+  // (borrowed; outlives every region: null means nowhere).
+  void limitDeviceBytes(uint64_t maxBytes) { regions_.setMaxBytes(maxBytes); }
+  void countDeviceImports(metrics::DaemonMetrics* metrics) { regions_.setMetrics(metrics); }
   // Borrowed; outlives the session. Null: allocations are pre-faulted on the calling thread.
   void setPrefaulter(Prefaulter* prefaulter) { prefaulter_ = prefaulter; }
   // The device allocation `region` of this client, or null.

@@ -1,6 +1,7 @@
 #include "daemon/session/validate.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,38 @@ std::string mismatchText(const std::string& what, int rankA, const std::string& 
   }
   return what + " mismatch" + difference + ": rank " + std::to_string(rankA) + " " + aVerb + " " +
          a + ", rank " + std::to_string(rankB) + " " + bVerb + " " + b;
+}
+
+Result<std::vector<int>> readExcludeList(const ipc::SubmitEntry& e, const Session& session,
+                                         int nranks, int self) {
+  std::vector<int> ranks;
+  if (e.count >= static_cast<uint64_t>(nranks)) {
+    return invalidArgument("comm shrink: " + std::to_string(e.count) + " ranks excluded of " +
+                           std::to_string(nranks) + ": none would remain");
+  }
+  if (e.count == 0) return ranks;
+  auto at = resolveBuffer("exclude list", e.send, e.count * sizeof(int32_t), session);
+  if (!at.isOk()) return at.status();
+  ranks.resize(e.count);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    int32_t r;
+    // Client memory: read once, with no alignment assumed.
+    std::memcpy(&r, *at + i * sizeof(int32_t), sizeof(r));
+    if (r < 0 || r >= nranks) {
+      return invalidArgument("comm shrink: excluded rank " + std::to_string(r) +
+                             " is out of range for " + std::to_string(nranks) + " ranks");
+    }
+    ranks[i] = r;
+  }
+  std::sort(ranks.begin(), ranks.end());
+  if (auto d = std::adjacent_find(ranks.begin(), ranks.end()); d != ranks.end()) {
+    return invalidArgument("comm shrink: rank " + std::to_string(*d) + " is excluded twice");
+  }
+  if (std::binary_search(ranks.begin(), ranks.end(), self)) {
+    return invalidArgument("comm shrink: rank " + std::to_string(self) +
+                           " excludes itself; an excluded rank does not call shrink");
+  }
+  return ranks;
 }
 
 Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Session>& session,

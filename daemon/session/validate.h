@@ -14,6 +14,11 @@ namespace hc::session {
 Result<PendingOp> resolveOp(const ipc::SubmitEntry& entry, const std::shared_ptr<Session>& session,
                             int rank, int nranks);
 
+// A CommShrink's exclude list (protocol.h): `count` int32 ranks in a segment buffer, each in
+// [0, nranks) and named once, returned ascending. `self` (the caller's rank) may not be in it.
+Result<std::vector<int>> readExcludeList(const ipc::SubmitEntry& entry, const Session& session,
+                                         int nranks, int self);
+
 // "allreduce(count=10, float32, sum)", for mismatch reports.
 std::string describeOp(const PendingOp& op);
 // "<what> mismatch, int32 vs float32: rank 0 posted allreduce(count=10, int32, sum), rank 1

@@ -1,5 +1,6 @@
 // Version, unique ids and the creation of communicators: init (plain, with a config, scalable,
-// inside a group, all ranks of a process at once) and split, each recorded in the side table;
+// inside a group, all ranks of a process at once), split and shrink, each recorded in the side
+// table;
 // and the queries. Their end
 // (finalize, destroy, abort) is in comm_lifecycle.cc.
 #include <algorithm>
@@ -84,6 +85,17 @@ ncclResult_t readConfig(const ncclConfig_t* config, const Settings* parent, hc_c
   if (blocking != NCCL_CONFIG_UNDEF_INT) settings->blocking = blocking != 0;
   out->blocking = settings->blocking ? 1 : 0;
   return ncclSuccess;
+}
+
+// readConfig for a communicator made from `comm` (split, shrink): a NULL config inherits comm's
+// settings, as NCCL does.
+ncclResult_t childConfig(ncclComm_t comm, const ncclConfig_t* config, hc_config_t* out,
+                         Settings* settings) {
+  Settings parent;
+  if (hc::shim::CommInfoPtr p = hc::shim::findComm(comm)) {
+    parent = Settings{p->blocking, p->configVersion};
+  }
+  return readConfig(config, &parent, out, settings);
 }
 
 std::string initText(ncclComm_t comm, int rank, int nranks) {
@@ -218,13 +230,9 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     return fail(ncclInvalidArgument, "ncclCommSplit: comm or newcomm is NULL");
   }
   *newcomm = nullptr;
-  Settings parent;
-  if (hc::shim::CommInfoPtr p = hc::shim::findComm(comm)) {
-    parent = Settings{p->blocking, p->configVersion};
-  }
   hc_config_t cfg;
   Settings settings;
-  const ncclResult_t r = readConfig(config, &parent, &cfg, &settings);
+  const ncclResult_t r = childConfig(comm, config, &cfg, &settings);
   if (r != ncclSuccess) return r;
   hc_comm_t c = nullptr;
   const hc_status_t s = hc_comm_split(asHc(comm), color, key, &c, &cfg);
@@ -236,6 +244,32 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     }
     hc::shim::info("comm " + hc::shim::pointerText(comm) + " split color " + std::to_string(color) +
                    " key " + std::to_string(key) + " -> comm " + hc::shim::pointerText(*newcomm) +
+                   (s == HC_IN_PROGRESS ? " (started, non-blocking)" : ""));
+  }
+  return fromHc(s, comm);
+}
+
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  if (comm == nullptr || newcomm == nullptr) {
+    return fail(ncclInvalidArgument, "ncclCommShrink: comm or newcomm is NULL");
+  }
+  *newcomm = nullptr;
+  hc_config_t cfg;
+  Settings settings;
+  const ncclResult_t r = childConfig(comm, config, &cfg, &settings);
+  if (r != ncclSuccess) return r;
+  static_assert(NCCL_SHRINK_DEFAULT == HC_SHRINK_DEFAULT && NCCL_SHRINK_ABORT == HC_SHRINK_ABORT);
+  hc_comm_t c = nullptr;
+  const hc_status_t s =
+      hc_comm_shrink(asHc(comm), excludeRanksList, excludeRanksCount, &c, &cfg, shrinkFlags);
+  *newcomm = asNccl(c);
+  if ((s == HC_OK || s == HC_IN_PROGRESS) && *newcomm != nullptr) {
+    hc::shim::rememberComm(*newcomm, newInfo(settings));
+    hc::shim::orderOnStreams(*newcomm);
+    hc::shim::info("comm " + hc::shim::pointerText(comm) + " shrunk by " +
+                   std::to_string(excludeRanksCount) + " ranks -> comm " +
+                   hc::shim::pointerText(*newcomm) +
                    (s == HC_IN_PROGRESS ? " (started, non-blocking)" : ""));
   }
   return fromHc(s, comm);
@@ -265,6 +299,7 @@ HC_NCCL_TWIN(ncclCommInitRank)
 HC_NCCL_TWIN(ncclCommInitRankScalable)
 HC_NCCL_TWIN(ncclCommInitAll)
 HC_NCCL_TWIN(ncclCommSplit)
+HC_NCCL_TWIN(ncclCommShrink)
 HC_NCCL_TWIN(ncclCommCount)
 HC_NCCL_TWIN(ncclCommCuDevice)
 HC_NCCL_TWIN(ncclCommUserRank)

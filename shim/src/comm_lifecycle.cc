@@ -1,6 +1,7 @@
 // The end of a communicator's life: ncclCommFinalize (non-blocking on a non-blocking
-// communicator), ncclCommDestroy, ncclCommAbort, and ncclCommGetAsyncError, which reports a
-// finalize still under way. Each keeps the side table (comm_table.h) in step with hc's handle.
+// communicator), ncclCommDestroy, ncclCommAbort, ncclCommRevoke (which stops its operations and
+// leaves it a parent for ncclCommShrink), and ncclCommGetAsyncError, which reports a finalize
+// still under way. Each keeps the side table (comm_table.h) in step with hc's handle.
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -67,6 +68,10 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
   hc::shim::info("comm " + hc::shim::pointerText(comm) + " - Finalize");
   const CommInfoPtr info = hc::shim::findComm(comm);
+  if (info != nullptr && info->revoked.load()) {
+    return fail(ncclInvalidUsage,
+                "ncclCommFinalize after ncclCommRevoke: destroy or abort the communicator");
+  }
   // Blocking: returns when every operation issued on comm has completed.
   if (info == nullptr || info->blocking) return fromHc(hc_comm_finalize(asHc(comm)), comm);
   if (stillInitializing(comm)) return hc::shim::notReady(comm);
@@ -98,6 +103,16 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   // its own.
   (void)hc::shim::forgetComm(comm);
   return fromHc(hc_comm_abort(asHc(comm)), nullptr);
+}
+
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommRevoke: comm is NULL");
+  hc::shim::info("comm " + hc::shim::pointerText(comm) + " - Revoke");
+  const hc_status_t s = hc_comm_revoke(asHc(comm), revokeFlags);
+  if (s == HC_OK) {
+    if (const CommInfoPtr info = hc::shim::findComm(comm)) info->revoked.store(true);
+  }
+  return fromHc(s, comm);
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
@@ -133,4 +148,5 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
 HC_NCCL_TWIN(ncclCommFinalize)
 HC_NCCL_TWIN(ncclCommDestroy)
 HC_NCCL_TWIN(ncclCommAbort)
+HC_NCCL_TWIN(ncclCommRevoke)
 HC_NCCL_TWIN(ncclCommGetAsyncError)

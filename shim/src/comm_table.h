@@ -4,6 +4,7 @@
 // before hc frees the handle.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,8 @@ struct CommInfo {
   // header it was built against is unknown.
   unsigned configVersion = 0;
   Library library = Library::Nccl;
+  // ncclCommRevoke was called: its finalize is refused (NCCL's rule), destroy or abort remain.
+  std::atomic<bool> revoked{false};
 
   // A non-blocking ncclCommFinalize runs hc_comm_finalize on a thread of its own, so the caller
   // returns at once and ncclCommGetAsyncError reads the outcome here.

@@ -8,7 +8,6 @@ using hc::shim::unsupported;
 
 namespace {
 
-constexpr const char* kDaemonItem = "needs daemon support that has not landed";
 constexpr const char* kWindows = "symmetric memory windows and one-sided signals";
 constexpr const char* kParams = "NCCL parameters (the shim is configured by hetero-commd)";
 
@@ -19,13 +18,9 @@ constexpr const char* kParams = "NCCL parameters (the shim is configured by hete
   extern "C" ncclResult_t name params { return unsupported(#name, why); } \
   HC_NCCL_TWIN(name)
 
-HC_NCCL_STUB(ncclCommRevoke, (ncclComm_t, int), kDaemonItem)
-HC_NCCL_STUB(ncclCommShrink, (ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int), kDaemonItem)
 HC_NCCL_STUB(ncclCommGetUniqueId, (ncclComm_t, ncclUniqueId*), "growing a communicator")
 HC_NCCL_STUB(ncclCommGrow, (ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*, ncclConfig_t*),
              "growing a communicator")
-HC_NCCL_STUB(ncclCommRegister, (const ncclComm_t, void*, size_t, void**), kDaemonItem)
-HC_NCCL_STUB(ncclCommDeregister, (const ncclComm_t, void*), kDaemonItem)
 HC_NCCL_STUB(ncclCommSuspend, (ncclComm_t, int), "releasing device memory (suspend/resume)")
 HC_NCCL_STUB(ncclCommResume, (ncclComm_t), "releasing device memory (suspend/resume)")
 HC_NCCL_STUB(ncclCommMemStats, (ncclComm_t, ncclCommMemStat_t, uint64_t*),

@@ -146,8 +146,15 @@ void frameSeeds(std::vector<Seed>* seeds) {
 void addEntry(std::vector<Seed>* seeds, const std::string& name, const ipc::SubmitEntry& e,
               int nranks, int rank) {
   Seed seed{"submit", name, writeSubmitInput(e, nranks, rank)};
-  auto op = session::resolveOp(e, submitFixture().session.session(), rank, nranks);
-  requireValid(op.isOk(), seed, op.status().message());
+  const auto& session = submitFixture().session.session();
+  // As submit_fuzz.cc takes them: a shrink's exclude list is read, a revoke carries nothing.
+  Status valid;
+  if (e.op == static_cast<uint8_t>(ipc::OpType::CommShrink)) {
+    valid = session::readExcludeList(e, *session, nranks, rank).status();
+  } else if (e.op != static_cast<uint8_t>(ipc::OpType::CommRevoke)) {
+    valid = session::resolveOp(e, session, rank, nranks).status();
+  }
+  requireValid(valid.isOk(), seed, valid.message());
   seeds->push_back(std::move(seed));
 }
 
@@ -198,6 +205,13 @@ void submitSeeds(std::vector<Seed>* seeds) {
   split.splitColor = 3;
   split.splitKey = 1;
   addEntry(seeds, "comm_split", split, kRanks, kRank);
+  // Shrink without rank 0 (the list is the buffer's first 4 bytes), and a revoke.
+  auto shrink = entry(OpType::CommShrink, f.a, ipc::kNoBuffer);
+  shrink.count = 1;
+  shrink.shrinkFlags = ipc::kShrinkAbort;
+  addEntry(seeds, "comm_shrink", shrink, kRanks, kRank);
+  addEntry(seeds, "comm_revoke", entry(OpType::CommRevoke, ipc::kNoBuffer, ipc::kNoBuffer), kRanks,
+           kRank);
   // A pre-multiplied sum whose scalar is read from the segment when the operation runs.
   auto premul = entry(OpType::AllReduce, f.a, f.b);
   premul.redop = static_cast<uint8_t>(ipc::RedOp::PreMulSum);

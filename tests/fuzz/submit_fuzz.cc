@@ -1,7 +1,8 @@
 // Submission-entry validation (daemon/session/validate.h): one 128-byte SubmitEntry, as a client
 // writes it into its ring, taken the way Engine::accept takes it: its done flag is tracked first
 // (and set when the entry completes, which writes the segment at the offset the client chose),
-// an unknown operation is refused, CommInit and CommDestroy take other paths, and resolveOp
+// an unknown operation is refused, CommInit, CommDestroy and CommRevoke take other paths, a
+// CommShrink's exclude list is read from the segment (readExcludeList), and resolveOp
 // checks the rest, on a communicator of nranks ranks where this client is rank `rank`. The
 // session has two heap allocations and cross-memory attach (session_fixture.h); device regions
 // are not registered, so Device references reach only the "not registered" refusal.
@@ -22,7 +23,13 @@ hc::Status accept(const hc::session::SessionPtr& session, const hc::fuzz::Submit
   auto checked = hc::checkedOpType(e.op);  // as Engine::accept() does
   if (!checked.isOk()) return checked.status();
   const OpType type = *checked;
-  if (type == OpType::CommInit || type == OpType::CommDestroy) return {};
+  if (type == OpType::CommInit || type == OpType::CommDestroy || type == OpType::CommRevoke) {
+    return {};
+  }
+  // A shrink's exclude list is read from the segment (CommShrinker::shrink).
+  if (type == OpType::CommShrink) {
+    return hc::session::readExcludeList(e, *session, input.nranks, input.rank).status();
+  }
   auto op = hc::session::resolveOp(e, session, input.rank, input.nranks);
   if (!op.isOk()) return op.status();
   (void)hc::session::describeOp(op.value());  // the mismatch report names every accepted op

@@ -4,11 +4,13 @@
 //
 //   hc_rank_worker --rank R --nranks N --id <256 hex digits>
 //                  --mode matrix|grid|alltoallv|groups|biggroup|split|abort|badargs|demo|loop|
+//                         shrink|revoke|shrinkmismatch|shrinkbusy|
 //                         hang|idle|watchidle|mismatch|deviceops|devicesendrecv|streamwait|
 //                         gpu|gpuorder|gpukill|gpumemory|gpuperf
 //                  [--seed S] [--count C] [--seconds T] [--iters K] [--stall-after K]
 //                  [--go-file PATH] [--field count|dtype|redop|root|op|sendcount|senddtype]
-//                  [--phase group|split] [--aborter R] [--watchdog SECONDS]
+//                  [--phase group|split|abort] [--aborter R] [--exclude R,R,...]
+//                  [--watchdog SECONDS]
 //                  [--device sim:nvidia|amd:INDEX | cuda:INDEX]
 //   hc_rank_worker --new-id   prints a fresh unique id (hc_get_unique_id) as hex
 //   hc_rank_worker --probe    exits 0 when the daemon at HC_SOCKET serves a client (else 1, with
@@ -49,6 +51,7 @@ bool parseArgs(int argc, char** argv, WorkerOptions* o, hc_unique_id_t* id, int*
       {"--field", [&](const char* v) { o->field = v; }},
       {"--phase", [&](const char* v) { o->phase = v; }},
       {"--aborter", [&](const char* v) { o->aborter = std::atoi(v); }},
+      {"--exclude", [&](const char* v) { o->exclude = v; }},
       {"--device", [&](const char* v) { o->device = v; }},
       {"--watchdog", [&](const char* v) { *watchdog = std::atoi(v); }},
   };
@@ -100,6 +103,10 @@ int main(int argc, char** argv) {
       {"biggroup", hc::integ::runBigGroup},
       {"split", hc::integ::runSplit},
       {"abort", hc::integ::runAbort},
+      {"shrink", hc::integ::runShrink},
+      {"revoke", hc::integ::runRevoke},
+      {"shrinkmismatch", hc::integ::runShrinkMismatch},
+      {"shrinkbusy", hc::integ::runShrinkBusy},
       {"badargs", hc::integ::runBadArgs},
       {"demo", hc::integ::runDemo},
       {"loop", hc::integ::runLoop},
@@ -146,7 +153,8 @@ int main(int argc, char** argv) {
   // deliberately broken one is aborted, which never waits for other ranks. Abort mode has ended
   // the communicator itself.
   if (o.mode == "abort") return code;
-  const std::set<std::string_view> brokenOnPurpose = {"mismatch", "gpukill"};
+  const std::set<std::string_view> brokenOnPurpose = {"mismatch", "gpukill", "shrink", "revoke",
+                                                      "shrinkbusy"};
   if (code == hc::integ::kExitOk && brokenOnPurpose.count(o.mode) == 0) {
     rc = hc_comm_destroy(comm);
     if (rc != HC_OK) {

@@ -11,6 +11,8 @@
 //   posted                     abort mode: the rank's pending group or split is posted
 //   check <name> status=<n> text=<t>   badargs mode: the outcome of one invalid call
 //   split rank=<r> size=<n>    split mode: this rank's place in its new communicator
+//   shrink status=<s> rank=<r> size=<n> text=<t>   shrink modes: the shrink's outcome and place
+//   revoke / finalize status=<n> text=<t>          revoke mode: the revoker's two calls
 //   order posted_ms=<x> done_ms=<y> long_ms=<l> long_end_ms=<z>   gpuorder mode (see below)
 //   memory start_free=<MiB> low_free=<MiB> end_free=<MiB> margin=<MiB>   gpumemory mode
 //   perf allreduce bytes=<n> us=<t> busbw_GBps=<x> / perf copy bytes=<n> GBps=<x>   gpuperf
@@ -40,8 +42,10 @@ struct WorkerOptions {
   uint64_t stallAfter = 0;  // loop mode: stop posting ops after this many iterations, then sleep
   std::string goFile;       // idle mode: wait until this file exists
   std::string field;        // mismatch mode: count, dtype, redop, root, op, sendcount, senddtype
-  std::string phase;        // abort mode: group or split (what is pending when the abort comes)
+  std::string phase;        // abort mode: group or split (what is pending when the abort comes);
+                            // shrink modes: abort (HC_SHRINK_ABORT) or default
   int aborter = -1;         // abort mode: the rank that calls hc_comm_abort (default: the last)
+  std::string exclude;      // shrink modes: the ranks to exclude, "1,3" ("" none)
   // "sim:nvidia:0" / "sim:amd:1" / "cuda:0": the buffers live on that device (a simulated one,
   // hetero_comm/hc_sim.h, or a CUDA GPU in hc_gpu_worker) and operations are ordered on a stream
   // of it (worker_device.h); "" = host memory.
@@ -80,6 +84,22 @@ int runSplit(hc_comm_t comm, const WorkerOptions& o);
 // exists the aborter calls hc_comm_abort. Prints "result status=" for what each rank waited on.
 // Ends the communicator: the caller must not destroy it.
 int runAbort(hc_comm_t comm, const WorkerOptions& o);
+// Shrink modes (worker_shrink_modes.cc); --phase abort shrinks with HC_SHRINK_ABORT, else
+// HC_SHRINK_DEFAULT. Each leaves the parent failed or revoked: the caller aborts it.
+// Verified allreduces until one fails (the test kills a peer), "result status=", then shrink by
+// --exclude and --iters (default 100) verified allreduces on the child ("#wrong").
+int runShrink(hc_comm_t comm, const WorkerOptions& o);
+// The last rank revokes while the others wait in an allreduce it never posts ("result status="
+// for them; "revoke" and "finalize" for it); they revoke too, every rank splits the revoked
+// communicator by parity ("split status=", "half status= wrong="), then shrinks by --exclude and
+// goes on.
+int runRevoke(hc_comm_t comm, const WorkerOptions& o);
+// Rank 0 posts an allreduce nobody else does; every rank shrinks with HC_SHRINK_DEFAULT
+// ("default status=", refused: the parent is busy), then with HC_SHRINK_ABORT and goes on;
+// rank 0 then prints its allreduce's end ("pending status=").
+int runShrinkBusy(hc_comm_t comm, const WorkerOptions& o);
+// Shrinks by this rank's --exclude at once: exit 0 when refused with HC_INVALID_ARGUMENT.
+int runShrinkMismatch(hc_comm_t comm, const WorkerOptions& o);
 // Every data operation over fp32, bf16, int64 and fp8 e4m3 at counts 0, 1, 7, 4097 (every redop)
 // and 1Mi+3 (sum), in place and out of place (worker_multinode.cc): the multi-daemon tests' grid.
 int runGrid(hc_comm_t comm, const WorkerOptions& o);

@@ -168,6 +168,27 @@ hc_status_t hc_comm_init_all(hc_comm_t* comms, int ndev, const int* devlist);
  * allowed inside a group. */
 hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm,
                           hc_config_t* config);
+/* Survivors carry on (NCCL's ncclCommShrink): a communicator of comm's ranks not in
+ * exclude_ranks (exclude_count of them, any order), numbered in comm's order. Collective over
+ * the survivors only: every survivor passes the same list (else every one gets
+ * HC_INVALID_ARGUMENT, or HC_TIMEOUT when their lists name different lowest survivors), and an
+ * excluded rank does not call. It forms even when comm failed or the daemon that rooted comm is
+ * gone: the daemon of the lowest surviving rank roots the new one. HC_SHRINK_ABORT first stops
+ * comm's outstanding operations on every survivor; HC_SHRINK_DEFAULT needs comm idle (no
+ * operation outstanding on this daemon's ranks), else HC_INVALID_ARGUMENT. Blocks like init
+ * unless config->blocking == 0; config->timeout_ms bounds how long survivors wait for each
+ * other. Not allowed inside a group. */
+#define HC_SHRINK_DEFAULT 0
+#define HC_SHRINK_ABORT 1
+hc_status_t hc_comm_shrink(hc_comm_t comm, const int* exclude_ranks, int exclude_count,
+                           hc_comm_t* newcomm, hc_config_t* config, int flags);
+/* Stops comm's operations on every rank (NCCL's ncclCommRevoke): those outstanding, here and on
+ * the other ranks, fail with HC_UNAVAILABLE, and so do later ones. comm stays a parent for
+ * hc_comm_shrink, and for hc_comm_split once every rank revoked it (the others call it too
+ * when their operations fail; such a split blocks whatever its config says); hc_comm_finalize
+ * is then refused (HC_UNSUPPORTED): destroy or abort it. flags must be 0. Returns once the
+ * operations stopped on this daemon. */
+hc_status_t hc_comm_revoke(hc_comm_t comm, int flags);
 /* Waits for every operation issued on comm, then quiesces it. */
 hc_status_t hc_comm_finalize(hc_comm_t comm);
 /* Frees the local handle; the communicator must be finalized or idle. */
@@ -248,6 +269,18 @@ hc_status_t hc_mem_free(void* ptr);
  * daemon's words). The string belongs to the library and stays valid for the life of the
  * process. A forked child gets a connection, and a probe, of its own. */
 hc_status_t hc_get_memory_path(const char** description);
+/* Registration (ncclCommRegister): optional; an operation on memory never registered works too.
+ * Device memory (CUDA, HIP, sim): the daemon imports the allocation now, so the first operation
+ * on it imports nothing, and keeps it while registered (memory an operation merely used may be
+ * released when the process passes the daemon's devices.max_imported_bytes_per_client).
+ * hc_mem_alloc memory: a handle only (zero copy already). Other host memory: with cross-memory
+ * attach the range is checked to be mapped readable and writable in this process; without it a
+ * handle only: such memory is still staged through the segment on every operation, not zero
+ * copy. *handle is valid until hc_comm_deregister on the same communicator; a handle that is not
+ * live there is HC_INVALID_ARGUMENT. Deregistration never disturbs an operation still using the
+ * buffer: the daemon keeps the memory mapped until such operations complete (it waits for
+ * them, without blocking the caller). Freeing registered device memory (hc_mem_free,
+ * hc_sim_free, or the runtime's own free) releases the daemon's import as well. */
 hc_status_t hc_comm_register(hc_comm_t comm, void* buff, size_t size, void** handle);
 hc_status_t hc_comm_deregister(hc_comm_t comm, void* handle);
 

@@ -170,6 +170,7 @@ int main(int argc, char** argv) {
   runCollectiveGrid(&c, quick);
   runGroupsAndP2p(&c);
   runSplit(&c);
+  runShrink(&c);
   CHECK_OK(&c, "ncclCommFinalize", ncclCommFinalize(c.comm));
   CHECK_OK(&c, "ncclCommDestroy", ncclCommDestroy(c.comm));
   printf("#wrong %d\n", c.wrong);

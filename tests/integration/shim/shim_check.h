@@ -33,6 +33,8 @@ void expectValues(Check* c, const char* what, const void* buf, ncclDataType_t t,
 void runCollectiveGrid(Check* c, int quick);
 void runGroupsAndP2p(Check* c);
 void runSplit(Check* c);
+/* Leaves the last rank out of a shrunk child: the last case that uses c->comm. */
+void runShrink(Check* c);
 void runBadArguments(Check* c);
 
 /* One scenario instead of the case list (shim_check_modes.c): --mode NAME with its options. */

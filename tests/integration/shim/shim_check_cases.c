@@ -1,5 +1,5 @@
 /* hc_shim_check's other cases: groups with send/recv posted in shuffled order (nested), RCCL's
- * all-to-all-v, a pre-multiplied sum, split (NOCOLOR included) and bad arguments. */
+ * all-to-all-v, a pre-multiplied sum, split (NOCOLOR included), registration and bad arguments. */
 #include <stdio.h>
 #include <string.h>
 
@@ -120,9 +120,50 @@ void runSplit(Check* c) {
   }
 }
 
+/* Registration: ncclMemAlloc memory (device memory where a GPU runtime is loaded, else the
+ * daemon's segment) and plain memory, used by an operation while registered, then deregistered
+ * once; a second deregistration and made-up handles are refused. */
+static void runRegistration(Check* c) {
+  void* allocated = NULL;
+  float plain[5], sums[5];
+  void* allocHandle = NULL;
+  void* plainHandle = NULL;
+  if (CHECK_OK(c, "ncclMemAlloc", ncclMemAlloc(&allocated, 4096))) {
+    CHECK_OK(c, "ncclCommRegister of ncclMemAlloc memory",
+             ncclCommRegister(c->comm, allocated, 4096, &allocHandle));
+    CHECK_OK(c, "pncclCommRegister of plain memory",
+             pncclCommRegister(c->comm, plain, sizeof plain, &plainHandle));
+    for (int i = 0; i < 5; ++i) plain[i] = (float)(c->rank + i);
+    if (CHECK_OK(c, "ncclAllReduce from a registered buffer",
+                 ncclAllReduce(plain, sums, 5, ncclFloat32, ncclSum, c->comm, NULL))) {
+      for (int i = 0; i < 5; ++i) {
+        const float want = (float)(c->nranks * (c->nranks - 1) / 2 + c->nranks * i);
+        if (sums[i] != want) {
+          printf("WRONG allreduce from a registered buffer: element %d is %g, not %g\n", i, sums[i],
+                 want);
+          c->wrong++;
+          break;
+        }
+      }
+    }
+    CHECK_OK(c, "ncclCommDeregister", ncclCommDeregister(c->comm, allocHandle));
+    CHECK_OK(c, "pncclCommDeregister", pncclCommDeregister(c->comm, plainHandle));
+    expectResult(c, "ncclCommDeregister twice", ncclCommDeregister(c->comm, allocHandle),
+                 ncclInvalidArgument);
+    CHECK_OK(c, "ncclMemFree", ncclMemFree(allocated));
+  }
+  expectResult(c, "ncclCommDeregister of a made-up handle", ncclCommDeregister(c->comm, sums),
+               ncclInvalidArgument);
+  expectResult(c, "ncclCommRegister of NULL", ncclCommRegister(c->comm, NULL, 4, &plainHandle),
+               ncclInvalidArgument);
+  expectResult(c, "ncclCommRegister on a NULL comm", ncclCommRegister(NULL, plain, 4, &plainHandle),
+               ncclInvalidArgument);
+}
+
 void runBadArguments(Check* c) {
   int v = 0, count = 0, rank = -1;
   float x = 1.0f;
+  runRegistration(c);
   CHECK_OK(c, "ncclGetVersion", ncclGetVersion(&v));
   if (v != NCCL_VERSION_CODE) {
     printf("WRONG ncclGetVersion %d, header says %d\n", v, NCCL_VERSION_CODE);
@@ -150,13 +191,13 @@ void runBadArguments(Check* c) {
   expectResult(c, "ncclGroupEnd without ncclGroupStart", ncclGroupEnd(), ncclInvalidUsage);
   expectResult(c, "ncclCommInitAll with comm NULL", ncclCommInitAll(NULL, 1, NULL),
                ncclInvalidArgument);
-  expectResult(c, "ncclCommRevoke (not supported yet)", ncclCommRevoke(c->comm, 0),
+  expectResult(c, "ncclCommSuspend (not supported yet)", ncclCommSuspend(c->comm, 0),
                ncclInvalidUsage);
-  if (strstr(ncclGetLastError(c->comm), "ncclCommRevoke") == NULL) {
-    printf("WRONG ncclGetLastError after ncclCommRevoke: '%s'\n", ncclGetLastError(c->comm));
+  if (strstr(ncclGetLastError(c->comm), "ncclCommSuspend") == NULL) {
+    printf("WRONG ncclGetLastError after ncclCommSuspend: '%s'\n", ncclGetLastError(c->comm));
     c->wrong++;
   }
-  expectResult(c, "pncclCommRevoke (the profiling twin)", pncclCommRevoke(c->comm, 0),
+  expectResult(c, "pncclCommSuspend (the profiling twin)", pncclCommSuspend(c->comm, 0),
                ncclInvalidUsage);
   /* The communicator still works after the failed calls. */
   x = (float)c->rank;

@@ -246,6 +246,16 @@ void runSim(Check* c, const ModeArgs* m, ncclUniqueId id) {
       simOk(c, &sr.api, "hc_sim_malloc", sr.api.malloc_(&sr.devA, sr.bufBytes, kVendor, 0)) &&
       simOk(c, &sr.api, "hc_sim_malloc", sr.api.malloc_(&sr.devB, sr.bufBytes, kVendor, 0)) &&
       simOk(c, &sr.api, "hc_sim_stream_create", sr.api.streamCreate(&stream, kVendor, 0))) {
+    /* Registered device memory: imported by the daemon now, the cases below on it as on any. */
+    void* regA = NULL;
+    void* regB = NULL;
+    CHECK_OK(c, "ncclCommRegister of sim memory",
+             ncclCommRegister(c->comm, sr.devA, sr.bufBytes, &regA));
+    CHECK_OK(c, "pncclCommRegister of sim memory",
+             pncclCommRegister(c->comm, sr.devB, sr.bufBytes, &regB));
+    expectResult(c, "ncclCommRegister past the end of a sim allocation",
+                 ncclCommRegister(c->comm, (char*)sr.devA + 1, sr.bufBytes, &regA),
+                 ncclInvalidArgument);
     for (int useStream = 0; useStream < 2; ++useStream) {
       for (size_t ci = 0; ci < sizeof kCounts / sizeof kCounts[0]; ++ci) {
         for (int op = AllReduce; op <= SendRecv; ++op) {
@@ -256,6 +266,8 @@ void runSim(Check* c, const ModeArgs* m, ncclUniqueId id) {
         }
       }
     }
+    if (regA != NULL) CHECK_OK(c, "ncclCommDeregister", ncclCommDeregister(c->comm, regA));
+    if (regB != NULL) CHECK_OK(c, "pncclCommDeregister", pncclCommDeregister(c->comm, regB));
   }
   if (stream != NULL) simOk(c, &sr.api, "hc_sim_stream_destroy", sr.api.streamDestroy(stream));
   CHECK_OK(c, "ncclCommFinalize", ncclCommFinalize(c->comm));

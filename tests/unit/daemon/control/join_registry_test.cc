@@ -227,6 +227,30 @@ TEST_F(JoinRegistryTest, TransportAddressDisagreementFailsEveryJoiner) {
   EXPECT_THAT(outcomes_.result(late).status().message(), HasSubstr("already failed"));
 }
 
+// A shrink's survivors join with a digest of their exclude list: one that differs fails every
+// joiner of the key, as an nranks mismatch does, and a join that repeats it succeeds alongside.
+TEST_F(JoinRegistryTest, AgreementDisagreementFailsEveryJoiner) {
+  const peer::CommKey key = keyOf(46);
+  peer::JoinRequest first = makeJoin(key, 3, {0}, "a");
+  first.agreement = 0x1234;
+  peer::JoinRequest same = makeJoin(key, 3, {1}, "b");
+  same.agreement = 0x1234;
+  peer::JoinRequest other = makeJoin(key, 3, {2}, "b");
+  other.agreement = 0x5678;
+  size_t a0 = join(first);
+  size_t b1 = join(same);
+  EXPECT_FALSE(outcomes_.settled(a0));
+  EXPECT_FALSE(outcomes_.settled(b1));
+  size_t b2 = join(other);
+  for (size_t index : {a0, b1, b2}) {
+    ASSERT_TRUE(outcomes_.settled(index)) << "join " << index;
+    const Status s = outcomes_.result(index).status();
+    EXPECT_EQ(s.code(), Code::InvalidArgument) << s.toString();
+    EXPECT_THAT(s.message(), HasSubstr("exclude list"));
+  }
+  EXPECT_TRUE(registry_.joinedRanks(key).empty());
+}
+
 // The replaced join is gone, so it is not a second address: a node whose only join is retried
 // from a new UCX worker (its daemon restarted) may bring the new address.
 TEST_F(JoinRegistryTest, RetryMayChangeTheAddressOfANodeWithNoOtherJoin) {

@@ -52,6 +52,9 @@ TEST(DaemonMetricsTest, EveryFamilyIsAnnouncedBeforeAnyEvent) {
       {"hetero_comm_staging_fallback_total", "counter"},
       {"hetero_comm_device_reductions_total", "counter"},
       {"hetero_comm_device_direct_transfers_total", "counter"},
+      {"hetero_comm_device_imports_total", "counter"},
+      {"hetero_comm_device_releases_total", "counter"},
+      {"hetero_comm_device_imported_bytes", "gauge"},
       {"hetero_comm_device_direct", "gauge"},
       {"hetero_comm_unexpected_messages_total", "counter"},
       {"hetero_comm_device_weight", "gauge"},
@@ -68,6 +71,8 @@ TEST(DaemonMetricsTest, EveryFamilyIsAnnouncedBeforeAnyEvent) {
                    {{"version", "1.2.3"}, {"cuda", "true"}, {"rocm", "false"}, {"ucx", "1.13.1"}}),
       1);
   EXPECT_EQ(parsed.value("hetero_comm_clients"), 0);
+  EXPECT_EQ(parsed.value("hetero_comm_device_imports_total"), 0);  // readings from the start
+  EXPECT_EQ(parsed.value("hetero_comm_device_imported_bytes"), 0);
   EXPECT_TRUE(parsed.family("hetero_comm_collectives_total")->samples.empty());
   for (const char* reason : {"stale", "unknown", "over_limit"}) {  // a reading of 0 from the start
     EXPECT_EQ(parsed.value("hetero_comm_unexpected_messages_total", {{"reason", reason}}), 0)
@@ -199,6 +204,9 @@ TEST(DaemonMetricsTest, PeerUpClientsAndStagingFallbacks) {
   metrics.deviceDirectTransfer();
   metrics.setDeviceDirect("sim:nvidia:0", true);
   metrics.setDeviceDirect("cuda:nvidia:0", false);
+  metrics.deviceImported(4096);
+  metrics.deviceImported(1 << 20);
+  metrics.deviceReleased(4096);
   const Exposition parsed = parse(metrics);
   EXPECT_EQ(parsed.value("hetero_comm_peer_up", {{"peer", "10.0.0.2:9411"}}), 1);
   EXPECT_EQ(parsed.value("hetero_comm_peer_up", {{"peer", "10.0.0.3:9411"}}), 0);
@@ -211,6 +219,9 @@ TEST(DaemonMetricsTest, PeerUpClientsAndStagingFallbacks) {
   EXPECT_EQ(parsed.value("hetero_comm_device_direct_transfers_total"), 3);
   EXPECT_EQ(parsed.value("hetero_comm_device_direct", {{"device", "sim:nvidia:0"}}), 1);
   EXPECT_EQ(parsed.value("hetero_comm_device_direct", {{"device", "cuda:nvidia:0"}}), 0);
+  EXPECT_EQ(parsed.value("hetero_comm_device_imports_total"), 2);
+  EXPECT_EQ(parsed.value("hetero_comm_device_releases_total"), 1);
+  EXPECT_EQ(parsed.value("hetero_comm_device_imported_bytes"), 1 << 20);
   metrics.setClients(0);
   EXPECT_EQ(parse(metrics).value("hetero_comm_clients"), 0);
 }

@@ -157,6 +157,47 @@ TEST_F(DeviceRegionsTest, LegacyIpcHandlesAreRefusedWhenTheDaemonSaysSo) {
   EXPECT_NE(region, 0u) << error;
 }
 
+// devices.max_imported_bytes_per_client: an import past the client's cap is NoResource naming
+// the key, and unregistering makes room again. /metrics counts each import and release, and the
+// bytes mapped, which fall only once the last op using an unregistered region let go of it.
+TEST_F(DeviceRegionsTest, ImportsPastTheByteCapAreRefusedAndCounted) {
+  metrics::DaemonMetrics metrics(metrics::BuildInfo{});
+  session_->countDeviceImports(&metrics);
+  session_->limitDeviceBytes(kBytes + kBytes / 2);
+  auto sample = [&](const std::string& name) {
+    const std::string text = metrics.render();
+    const size_t at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
+  };
+  std::string error;
+  const uint32_t first = registerFrame(frame(), true, &error);
+  ASSERT_NE(first, 0u) << error;
+  EXPECT_EQ(sample("hetero_comm_device_imports_total"), 1);
+  EXPECT_EQ(sample("hetero_comm_device_imported_bytes"), static_cast<double>(kBytes));
+  Code code = Code::Ok;
+  EXPECT_EQ(registerFrame(frame(), true, &error, &code), 0u);
+  EXPECT_EQ(code, Code::NoResource) << error;
+  EXPECT_NE(error.find("devices.max_imported_bytes_per_client"), std::string::npos) << error;
+  EXPECT_EQ(sample("hetero_comm_device_imports_total"), 1);
+
+  auto unregister = [&](uint32_t region) {
+    auto f = ipc::makeFrame<ipc::MemUnregisterFrame>(ipc::FrameType::MemUnregister, 5);
+    f.region = region;
+    ASSERT_TRUE(session_->handleFrame(ipc::frameBytes(f), {}, 0, 0, 0).isOk());
+    ASSERT_TRUE(receiveMessage(peer_.get(), ipc::kMaxFrameBytes, true).isOk());
+  };
+  DeviceRegionPtr inUse = session_->deviceRegion(first);  // as an op in flight holds it
+  unregister(first);
+  EXPECT_EQ(sample("hetero_comm_device_releases_total"), 0) << "still used by the op";
+  const uint32_t second = registerFrame(frame(), true, &error);
+  EXPECT_NE(second, 0u) << "the cap counts registered regions: " << error;
+  inUse.reset();
+  EXPECT_EQ(sample("hetero_comm_device_releases_total"), 1);
+  EXPECT_EQ(sample("hetero_comm_device_imported_bytes"), static_cast<double>(kBytes));
+  unregister(second);  // before the metrics it reports to go
+  EXPECT_EQ(sample("hetero_comm_device_imported_bytes"), 0);
+}
+
 // A handle descriptor that no driver exports (a pipe, a socket) is refused before any device sees
 // it: a driver reading a pipe nobody writes to would block the IPC thread.
 TEST_F(DeviceRegionsTest, HandleDescriptorsThatNoDriverExportsAreRefused) {

@@ -1,8 +1,12 @@
-// resolveOp against a real session (socketpair + Hello + MemAlloc): buffer bounds, overflow,
-// NCCL's in-place rules and partial overlap, roots, dtypes and operators.
+// resolveOp and readExcludeList against a real session (socketpair + Hello + MemAlloc): buffer
+// bounds, overflow, NCCL's in-place rules and partial overlap, roots, dtypes and operators, exclude
+// lists.
 #include "daemon/session/validate.h"
 
 #include <sys/socket.h>
+
+#include <algorithm>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -185,6 +189,37 @@ TEST_F(ValidateTest, RefusesUnknownFlagsAndMisplacedScalarBuffers) {
   EXPECT_EQ(op->scalarSource, session_->segment()->at(base_ + 64));
   e.scalar = 0;  // the segment header, not an allocation
   EXPECT_EQ(check(e).code(), Code::InvalidArgument);
+}
+
+}  // namespace
+}  // namespace hc::session
+
+namespace hc::session {
+namespace {
+
+TEST_F(ValidateTest, ExcludeListsAreReadOnceCheckedAndSorted) {
+  auto shrink = entry(ipc::OpType::CommShrink, 3, base_, ipc::kNoBuffer);
+  auto* list = reinterpret_cast<int32_t*>(session_->segment()->at(base_));
+  auto read = [&](std::vector<int32_t> ranks, int self = 0, int nranks = 8) {
+    std::copy(ranks.begin(), ranks.end(), list);
+    shrink.count = ranks.size();
+    return readExcludeList(shrink, *session_, nranks, self);
+  };
+  auto ok = read({5, 1, 3});
+  ASSERT_TRUE(ok.isOk()) << ok.status().message();
+  EXPECT_EQ(*ok, (std::vector<int>{1, 3, 5}));
+  EXPECT_TRUE(read({})->empty());
+  EXPECT_NE(read({1, 9}).status().message().find("rank 9 is out of range"), std::string::npos);
+  EXPECT_NE(read({-1}).status().message().find("rank -1 is out of range"), std::string::npos);
+  EXPECT_NE(read({2, 2}).status().message().find("rank 2 is excluded twice"), std::string::npos);
+  EXPECT_NE(read({4}, 4).status().message().find("excludes itself"), std::string::npos);
+  EXPECT_NE(read({1, 2, 3, 4}, 0, 4).status().message().find("none would remain"),
+            std::string::npos);
+  // The list must lie in the client's allocations, like any buffer.
+  shrink.count = 2;
+  shrink.send.offset = base_ + (1 << 20) - 4;
+  EXPECT_NE(readExcludeList(shrink, *session_, 8, 0).status().message().find("exclude list"),
+            std::string::npos);
 }
 
 }  // namespace
