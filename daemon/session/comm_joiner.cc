@@ -127,7 +127,8 @@ void CommJoiner::joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e
 }
 
 void CommJoiner::joinAt(const SessionPtr& session, uint64_t requestId, const peer::CommKey& key,
-                        int nranks, int rank, int timeoutMs, std::string root, uint64_t agreement) {
+                        int nranks, int rank, int timeoutMs, std::string root, uint64_t agreement,
+                        std::string timeoutHint) {
   const std::string keyHex = peer::commKeyHex(key);
   if (!context_.multiNode.enabled()) {
     session->complete(requestId,
@@ -141,6 +142,7 @@ void CommJoiner::joinAt(const SessionPtr& session, uint64_t requestId, const pee
     init.root = root;
     init.nranks = nranks;
     init.key = key;
+    init.timeoutHint = std::move(timeoutHint);
   }
   if (init.nranks != nranks || init.root != root || init.joined.count(rank) != 0) {
     session->complete(requestId, invalidArgument("comm init: rank " + std::to_string(rank) +
@@ -217,7 +219,10 @@ void CommJoiner::onJoinAnswer(JoinAnswer answer) {
 void CommJoiner::failRemoteInit(const std::string& key, const Status& why) {
   auto it = remoteInits_.find(key);
   if (it == remoteInits_.end()) return;
-  for (auto& [rank, j] : it->second.joined) j.session->complete(j.requestId, why);
+  const Status told = why.code() == Code::Timeout && !it->second.timeoutHint.empty()
+                          ? Status{why.code(), it->second.timeoutHint + why.message()}
+                          : why;
+  for (auto& [rank, j] : it->second.joined) j.session->complete(j.requestId, told);
   remoteInits_.erase(it);
 }
 

@@ -45,8 +45,11 @@ class CommJoiner {
   // ("host:port"), as a CommInit naming that root makes it; its request completes with the
   // handle once the communicator formed. `agreement`: what every join of the key must carry
   // alike (the root fails them all when one differs; a shrink's exclude list), 0 for none.
+  // `timeoutHint` goes before a Timeout's words (what else may have kept the others away; first,
+  // since a completion carries only the start of a long text).
   void joinAt(const SessionPtr& session, uint64_t requestId, const peer::CommKey& key, int nranks,
-              int rank, int timeoutMs, std::string root, uint64_t agreement);
+              int rank, int timeoutMs, std::string root, uint64_t agreement,
+              std::string timeoutHint = {});
 
   // Acts on the root daemons' answers that came (once joinAnswerDelay passed for each).
   void takeJoinAnswers();
@@ -82,6 +85,7 @@ class CommJoiner {
     peer::CommKey key{};
     std::string root;
     int nranks = 0;
+    std::string timeoutHint;  // joinAt's
     std::map<int, JoinedRank> joined;
     std::map<int, peer::RankTable> answered;
     std::set<int> lost;  // joined, then the client went away: its join is being withdrawn

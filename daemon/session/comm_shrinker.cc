@@ -176,7 +176,9 @@ void CommShrinker::joinAtRoot(Pending& p, const std::vector<int>& survivors,
     const int childRank = static_cast<int>(
         std::lower_bound(survivors.begin(), survivors.end(), rank) - survivors.begin());
     joiner_.joinAt(caller.session, caller.requestId, key, n, childRank, p.timeoutMs, root,
-                   agreement);
+                   agreement,
+                   // Lists that name another lowest survivor meet at another root.
+                   "comm shrink (do all survivors exclude the same ranks?): ");
   }
 }
 

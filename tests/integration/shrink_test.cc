@@ -20,6 +20,7 @@ using std::chrono::seconds;
 
 constexpr int kInvalidArgument = 3;  // HC_INVALID_ARGUMENT
 constexpr int kUnavailable = 6;      // HC_UNAVAILABLE
+constexpr int kTimeout = 7;          // HC_TIMEOUT
 constexpr int kUnsupported = 12;     // HC_UNSUPPORTED
 
 // An odd count: 100 allreduces of it on the child, after the loop on the parent.
@@ -193,6 +194,36 @@ TEST(ShrinkTest, DifferentExcludeListsFailEverySurvivorAcrossDaemons) {
     auto shrink = findStatusLine(job->proc(r).output(), "shrink");
     ASSERT_TRUE(shrink.has_value()) << job->report();
     EXPECT_EQ(shrink->status, kInvalidArgument) << shrink->text;
+    EXPECT_EQ(job->proc(r).exitCode(), 0) << job->report();
+  }
+}
+
+// Daemon 0's ranks leave out rank 3, daemon 1's leave out ranks 0 and 1: no root sees both
+// lists. Daemon 1's ranks agree among themselves and form a child of two (what their lists ask
+// for); daemon 0's wait at their root for rank 2, which never comes, and the deadline's error
+// asks whether every survivor excluded the same ranks.
+TEST(ShrinkTest, ListsNamingAnotherLowestSurvivorMeetAtAnotherRoot) {
+  std::string error;
+  ClusterOptions options;
+  options.daemonArgs = {"--set", "comm.init_timeout_ms=1500"};
+  auto cluster = DaemonCluster::start(options, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  auto job = ClusterJob::start(*cluster, "tworoots", {0, 0, 1, 1}, {"--mode", "shrinkmismatch"},
+                               &error, [](int rank) -> std::vector<std::string> {
+                                 return {"--exclude", rank < 2 ? "3" : "0,1"};
+                               });
+  ASSERT_NE(job, nullptr) << error;
+  ASSERT_TRUE(job->waitAll(seconds(60))) << job->report() << cluster->logTails();
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    auto shrink = findStatusLine(job->proc(r).output(), "shrink");
+    ASSERT_TRUE(shrink.has_value()) << job->report();
+    if (r >= 2) {
+      EXPECT_EQ(shrink->status, 0) << shrink->text;
+      continue;
+    }
+    EXPECT_EQ(shrink->status, kTimeout) << shrink->text;
+    EXPECT_NE(shrink->text.find("exclude the same ranks"), std::string::npos) << shrink->text;
     EXPECT_EQ(job->proc(r).exitCode(), 0) << job->report();
   }
 }

@@ -98,7 +98,7 @@ int runRevoke(hc_comm_t comm, const WorkerOptions& o);
 // ("default status=", refused: the parent is busy), then with HC_SHRINK_ABORT and goes on;
 // rank 0 then prints its allreduce's end ("pending status=").
 int runShrinkBusy(hc_comm_t comm, const WorkerOptions& o);
-// Shrinks by this rank's --exclude at once: exit 0 when refused with HC_INVALID_ARGUMENT.
+// Shrinks by this rank's --exclude at once: exit 0 when refused ("shrink status=" says how).
 int runShrinkMismatch(hc_comm_t comm, const WorkerOptions& o);
 // Every data operation over fp32, bf16, int64 and fp8 e4m3 at counts 0, 1, 7, 4097 (every redop)
 // and 1Mi+3 (sum), in place and out of place (worker_multinode.cc): the multi-daemon tests' grid.

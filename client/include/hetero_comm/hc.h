@@ -171,13 +171,13 @@ hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm
 /* Survivors carry on (NCCL's ncclCommShrink): a communicator of comm's ranks not in
  * exclude_ranks (exclude_count of them, any order), numbered in comm's order. Collective over
  * the survivors only: every survivor passes the same list (else every one gets
- * HC_INVALID_ARGUMENT, or HC_TIMEOUT when their lists name different lowest survivors), and an
- * excluded rank does not call. It forms even when comm failed or the daemon that rooted comm is
- * gone: the daemon of the lowest surviving rank roots the new one. HC_SHRINK_ABORT first stops
- * comm's outstanding operations on every survivor; HC_SHRINK_DEFAULT needs comm idle (no
- * operation outstanding on this daemon's ranks), else HC_INVALID_ARGUMENT. Blocks like init
- * unless config->blocking == 0; config->timeout_ms bounds how long survivors wait for each
- * other. Not allowed inside a group. */
+ * HC_INVALID_ARGUMENT; where lists name different lowest survivors, those whose lists agree get
+ * what they describe and the others HC_TIMEOUT), and an excluded rank does not call. It forms even
+ * when comm failed or the daemon that rooted comm is gone: the daemon of the lowest surviving rank
+ * roots the new one. HC_SHRINK_ABORT first stops comm's outstanding operations on every survivor;
+ * HC_SHRINK_DEFAULT needs comm idle (no operation outstanding on this daemon's ranks), else
+ * HC_INVALID_ARGUMENT. Blocks like init unless config->blocking == 0; config->timeout_ms bounds how
+ * long survivors wait for each other. Not allowed inside a group. */
 #define HC_SHRINK_DEFAULT 0
 #define HC_SHRINK_ABORT 1
 hc_status_t hc_comm_shrink(hc_comm_t comm, const int* exclude_ranks, int exclude_count,
