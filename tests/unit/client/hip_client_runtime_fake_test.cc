@@ -157,6 +157,25 @@ TEST_F(HipClientRuntimeFakeTest, PciAddressComesFromTheDeviceAttributes) {
   fake_->remove(zero.data());
 }
 
+// What lets the daemon let go of memory a caching allocator freed behind the client's back
+// (device_cache.h, claimBase): an allocation freed and made again at the same address, of the
+// same size, comes back under another allocation id.
+TEST_F(HipClientRuntimeFakeTest, MemoryFreedAndAllocatedAgainAtTheSameAddressIsANewAllocation) {
+  std::vector<uint8_t> memory(8192);
+  fake_->add(memory.data(), memory.size(), 0, 45);
+  DevicePointer before;
+  ASSERT_TRUE(runtime_->lookup(memory.data() + 8, &before));
+  fake_->remove(memory.data());
+  fake_->add(memory.data(), memory.size(), 0, 46);
+  DevicePointer after;
+  ASSERT_TRUE(runtime_->lookup(memory.data() + 8, &after));
+  EXPECT_EQ(before.base, after.base);
+  EXPECT_EQ(before.bytes, after.bytes);
+  EXPECT_EQ(before.allocationId, 45u);
+  EXPECT_EQ(after.allocationId, 46u);
+  fake_->remove(memory.data());
+}
+
 TEST_F(HipClientRuntimeFakeTest, HostMemoryIsNotDeviceMemoryAndLeavesNoError) {
   std::vector<uint8_t> host(4096);
   DevicePointer p;
