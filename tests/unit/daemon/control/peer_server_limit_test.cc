@@ -113,7 +113,10 @@ TEST_F(PeerServerLimitTest, StrangersPaddedJoinsAreRefusedAndCostTheRootLittle) 
   }
   for (auto& stranger : strangers) {
     const grpc::Status status = stranger.get();
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+    // Refused either way: the reset reaches a stranger still writing as a broken pipe.
+    EXPECT_TRUE(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+                status.error_code() == grpc::StatusCode::UNAVAILABLE)
+        << status.error_code() << ": " << status.error_message();
   }
   const size_t growth = rssField("VmHWM") - before;
   RecordProperty("rss_growth_kib", std::to_string(growth >> 10));
