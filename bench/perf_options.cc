@@ -185,6 +185,9 @@ std::optional<int> parseOptions(int argc, char** argv, Options* out) {
   app.add_flag("--latency", o.latency,
                "time each operation alone: issue it, wait for it, then issue the next; the time "
                "column is their mean and every size gets a median latency");
+  app.add_flag("--small-ops", o.smallOps,
+               "make the communicator with host_small_ops (hc_config_t): small collectives on host "
+               "memory combine among the ranks in a shared area, not through the daemon");
   hc::man::addPrintManFlag(app, manPage());
   try {
     app.parse(argc, argv);

@@ -77,6 +77,7 @@ struct Options {
   // Each operation alone: issue, wait for it, then issue the next; every size gets a median.
   // Otherwise a timed batch issues -n operations back to back and then waits for them.
   bool latency = false;
+  bool smallOps = false;  // --small-ops: communicators made with hc_config_t host_small_ops
   bool membw = true;    // measure memory bandwidth around large rows and bound them
   size_t llcBytes = 0;  // --llc: the last-level cache size; 0: from sysfs or cpuid
   uint64_t seed = 0x6863'7065'7266ull;

@@ -40,8 +40,12 @@ class RankRunner {
     hc_status_t st = HC_OK;
     if (useNccl_) {
       if (!nccl_.init(opts_.nranks, id, rank_)) return failText(kInitCase, nccl_.error());
-    } else if ((st = hc_comm_init_rank(&comm_, opts_.nranks, id, rank_)) != HC_OK) {
-      return fail(kInitCase, st, "hc_comm_init_rank", nullptr);
+    } else {
+      hc_config_t config = HC_CONFIG_INITIALIZER;
+      config.host_small_ops = opts_.smallOps ? 1 : 0;
+      if ((st = hc_comm_init_rank_config(&comm_, opts_.nranks, id, rank_, &config)) != HC_OK) {
+        return fail(kInitCase, st, "hc_comm_init_rank_config", nullptr);
+      }
     }
     // Allocated once, and touched before any timing; host buffers from ncclMemAlloc through
     // NCCL, else hc_mem_alloc.

@@ -10,6 +10,7 @@
 #include "client/src/connection.h"
 #include "client/src/group.h"
 #include "client/src/runtime_api.h"
+#include "client/src/small_ops.h"
 #include "hetero_comm/hc.h"
 
 namespace hc::client {
@@ -32,6 +33,21 @@ hc_status_t fail(const Status& s, CommState* comm) {
   return static_cast<hc_status_t>(s.code());
 }
 
+namespace {
+
+Status attachSmallArea(CommState* c, uint64_t handle) {
+  auto grant = c->conn->commArea(handle);
+  if (!grant.isOk()) return grant.status();
+  if (grant->reply.present == 0) return okStatus();
+  auto area = SmallOpArea::attach(std::move(grant->fd), grant->reply.bytes, grant->reply.rank,
+                                  static_cast<int>(grant->reply.nranks));
+  if (!area.isOk()) return area.status();
+  c->area = std::move(*area);
+  return okStatus();
+}
+
+}  // namespace
+
 Status adoptInit(CommState* c) {
   std::lock_guard<std::mutex> lock(c->mutex);
   if (!c->initRequest) return okStatus();
@@ -43,11 +59,24 @@ Status adoptInit(CommState* c) {
   if (r->result.value == 0) {
     return internalError("hetero-commd completed the communicator's creation without a handle");
   }
-  c->handle.store(r->result.value);
   if (r->result.nranks > 0) {  // a split names the rank and size in the new communicator
     c->rank.store(r->result.rank);
     c->nranks.store(r->result.nranks);
   }
+  if (c->smallOpsAsked.load() && c->conn->daemonMinor() >= ipc::kSmallAreaMinor) {
+    Status s = attachSmallArea(c, r->result.value);
+    if (!s.isOk()) {
+      // Unusable from now on, and every later call says why; the handle stays, so destroy and
+      // abort still tell the daemon, which then fails the other ranks' waits in the area.
+      c->handle.store(r->result.value);
+      auto failed = std::make_shared<Request>();
+      failed->status = s;
+      failed->done.store(true);
+      c->initRequest = std::move(failed);
+      return s;
+    }
+  }
+  c->handle.store(r->result.value);
   c->initRequest.reset();
   return okStatus();
 }
@@ -69,7 +98,10 @@ Result<std::shared_ptr<CommState>> usableComm(hc_comm_t comm) {
 
 hc_status_t waitRequest(const RequestPtr& r, CommState* comm) {
   if (comm == nullptr) return fail(internalError("request without a communicator"));
-  Status s = comm->conn->waitUntil([&] { return r->done.load(std::memory_order_acquire); }, comm);
+  Status s =
+      r->smallOp && comm->area
+          ? comm->area->wait(*comm, r)
+          : comm->conn->waitUntil([&] { return r->done.load(std::memory_order_acquire); }, comm);
   if (!s.isOk()) return fail(s, comm);
   return ret(r->status, comm);
 }
@@ -151,6 +183,7 @@ hc_status_t hc_test(hc_request_t* req, int* done) {
   }
   RequestPtr r = (*req)->r;
   CommState* comm = r->comm.get();
+  if (comm != nullptr && comm->area) comm->area->progress();
   if (comm != nullptr) comm->conn->reap();
   *done = r->done.load(std::memory_order_acquire) ? 1 : 0;
   if (!*done && comm != nullptr && comm->aborted.load()) *done = 1;

@@ -13,6 +13,7 @@
 #include "client/src/comm_state.h"
 #include "client/src/connection.h"
 #include "client/src/group.h"
+#include "client/src/small_ops.h"
 #include "client/src/submit.h"
 #include "hetero_comm/hc.h"
 
@@ -45,6 +46,11 @@ Result<CommConfig> readConfig(const hc_config_t* config) {
   }
   if (config->blocking != HC_CONFIG_UNDEF_INT) c.blocking = config->blocking != 0;
   if (config->timeout_ms != HC_CONFIG_UNDEF_INT) c.timeoutMs = config->timeout_ms;
+  // A config of an older header ends before the field.
+  if (config->size >= offsetof(hc_config_t, host_small_ops) + sizeof(int) &&
+      config->host_small_ops != HC_CONFIG_UNDEF_INT) {
+    c.hostSmallOps = config->host_small_ops != 0;
+  }
   return c;
 }
 
@@ -71,7 +77,7 @@ Result<hc_unique_id_t> newUniqueId(Connection& conn, bool nameRoot) {
 }
 
 Result<RequestPtr> submitInit(Connection& conn, int nranks, const hc_unique_id_t& id, int rank,
-                              int timeoutMs) {
+                              int timeoutMs, bool smallOps) {
   UniqueIdLayout layout;
   std::memcpy(&layout, id.internal, sizeof(layout));
   if (layout.magic != kIdMagic || layout.version != kIdVersion ||
@@ -89,6 +95,7 @@ Result<RequestPtr> submitInit(Connection& conn, int nranks, const hc_unique_id_t
   e.nranks = nranks;
   e.rank = rank;
   e.timeoutMs = timeoutMs;
+  if (smallOps && conn.daemonMinor() >= ipc::kSmallAreaMinor) e.flags |= ipc::kEntrySmallOps;
   if (layout.rootLength > 0) {
     HC_RETURN_IF_ERROR(conn.nameCommRoot(e.key, std::string(layout.root, layout.rootLength)));
   }
@@ -152,7 +159,8 @@ hc_status_t hc_comm_init_rank_config(hc_comm_t* comm, int nranks, hc_unique_id_t
   state->nranks.store(nranks);
   hc_comm* handle = newCommHandle(state);
   if (handle == nullptr) return fail(Status{Code::NoResource, "out of memory"});
-  auto r = submitInit(**conn, nranks, id, rank, cfg->timeoutMs);
+  state->smallOpsAsked.store(cfg->hostSmallOps);
+  auto r = submitInit(**conn, nranks, id, rank, cfg->timeoutMs, cfg->hostSmallOps);
   if (!r.isOk()) {
     discardCommHandle(handle);
     return fail(r.status());
@@ -204,6 +212,7 @@ hc_status_t hc_comm_split(hc_comm_t comm, int color, int key, hc_comm_t* newcomm
     state->conn = parent->conn;  // one connection per process, shared like init's
     state->streamRuntime.store(parent->streamRuntime.load());
     state->device.store(parent->device.load());  // the new rank's buffers stay where they were
+    state->smallOpsAsked.store(parent->smallOpsAsked.load());  // the daemon decides per parent
     handle = newCommHandle(state);
     if (handle == nullptr) return fail(Status{Code::NoResource, "out of memory"}, parent.get());
   }
@@ -247,6 +256,9 @@ hc_status_t hc_comm_get_async_error(hc_comm_t comm, hc_status_t* asyncError) {
     *asyncError = HC_UNAVAILABLE;
     return HC_OK;
   }
+  // Small ops issued without a request move only when someone looks: finished, handed to the
+  // daemon, or failed with the area (a failure becomes the communicator's asynchronous error).
+  if (c->area) c->area->progress();
   if (c->conn->dead()) {
     c->setAsyncError(hc::unavailable("hetero-commd is gone: the connection to it closed"));
   }

@@ -19,12 +19,13 @@ Result<hc_unique_id_t> newUniqueId(Connection& conn, bool nameRoot);
 // every rank has joined (its value is the daemon's handle) or the join failed. timeoutMs 0: the
 // daemon's default deadline.
 Result<RequestPtr> submitInit(Connection& conn, int nranks, const hc_unique_id_t& id, int rank,
-                              int timeoutMs);
+                              int timeoutMs, bool smallOps = false);
 
 // What hc_config_t says about a communicator being made.
 struct CommConfig {
   bool blocking = true;
   int timeoutMs = 0;  // 0: the daemon's default
+  bool hostSmallOps = false;  // hc_config_t host_small_ops (small_ops.h)
 };
 Result<CommConfig> readConfig(const hc_config_t* config);
 

@@ -16,6 +16,7 @@
 namespace hc::client {
 
 struct Submission;
+class SmallOpArea;
 
 // A reduction operator made by hc_redop_create_premul_sum.
 struct PremulOp {
@@ -33,6 +34,11 @@ struct CommState {
   std::atomic<bool> aborted{false};
   std::atomic<bool> revoked{false};  // hc_comm_revoke: a parent for shrink, never finalized
   std::atomic<int> outstanding{0};  // requests made on this communicator and not yet finished
+  // Of those, the ones in the daemon, on a communicator with a small-operation area: small ops
+  // wait for them (small_ops.h).
+  std::atomic<int> daemonOps{0};
+  // hc_config_t host_small_ops: this rank asked for the small-operation area at creation.
+  std::atomic<bool> smallOpsAsked{false};
   // Set by init and split; a non-blocking one fixes them when initRequest completes (adoptInit).
   std::atomic<uint64_t> handle{0};
   std::atomic<int> rank{0};
@@ -44,6 +50,9 @@ struct CommState {
   // a split inherits it), for hc_comm_device; -1 when none was named. Buffers are still found by
   // address: nothing else reads it.
   std::atomic<int> device{-1};
+
+  // Set by adoptInit before the communicator is usable, never changed after.
+  std::shared_ptr<SmallOpArea> area;
 
   std::mutex mutex;        // guards the fields below
   RequestPtr initRequest;  // set while a non-blocking init or split is in progress

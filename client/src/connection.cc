@@ -185,6 +185,35 @@ Result<std::vector<uint8_t>> Connection::request(std::span<const uint8_t> frame,
   return std::move(msg->bytes);
 }
 
+Result<Connection::AreaGrant> Connection::commArea(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(socketMutex_);
+  if (dead()) return deadStatus_;
+  uint32_t id = nextFrameId_++;
+  auto f = ipc::makeFrame<ipc::CommAreaFrame>(ipc::FrameType::CommArea, id);
+  f.commHandle = handle;
+  HC_RETURN_IF_ERROR(sendMessage(socket_, ipc::frameBytes(f)));
+  auto msg = receiveMessage(socket_, ipc::kMaxFrameBytes, true);
+  if (!msg.isOk()) {
+    markDead(
+        unavailable("hetero-commd (pid " + std::to_string(daemonPid_) + ") closed the connection"));
+    return deadStatus_;
+  }
+  auto type = ipc::validateFrame(msg->bytes, msg->fds.size());
+  if (!type.isOk()) return internalError("bad CommArea reply: " + type.status().message());
+  if (*type == ipc::FrameType::Error) {
+    auto e = ipc::frameAs<ipc::ErrorFrame>(msg->bytes);
+    return Status{static_cast<Code>(e.status), e.message};
+  }
+  if (*type != ipc::FrameType::CommAreaReply ||
+      ipc::frameAs<ipc::FrameHeader>(msg->bytes).requestId != id) {
+    return internalError("reply to another request");
+  }
+  AreaGrant grant;
+  grant.reply = ipc::frameAs<ipc::CommAreaReplyFrame>(msg->bytes);
+  if (grant.reply.present == 1) grant.fd = std::move(msg->fds[0]);
+  return grant;
+}
+
 Result<void*> Connection::memAlloc(uint64_t bytes) {
   auto block = allocBlock(bytes);
   if (!block.isOk()) return block.status();

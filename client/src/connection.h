@@ -27,6 +27,7 @@
 #include "client/src/submission.h"
 #include "common/ipc/ring.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 
 namespace hc::client {
 
@@ -77,6 +78,14 @@ class Connection {
   // The node's GPU `index` and how many there are (protocol minor 5; devices.cc). The reply's
   // text fields, figures and count were checked by validateFrame; its index is the one asked.
   Result<ipc::DeviceQueryReplyFrame> queryDevice(uint32_t index);
+  // The small-operation area of a communicator handle (protocol minor 7): its reply, and the
+  // area's memfd when reply.present is 1.
+  struct AreaGrant {
+    ipc::CommAreaReplyFrame reply{};
+    UniqueFd fd;
+  };
+  Result<AreaGrant> commArea(uint64_t handle);
+  uint32_t spinMicros() const { return spinUs_; }
   // Whether [p, p+bytes) (bytes > 0) is segment heap memory (true) or other host memory (false).
   // A range that straddles the heap's edge, a NULL pointer and a range that wraps are errors,
   // worded to follow the name of the buffer ("send buffer ").

@@ -11,6 +11,7 @@
 
 #include "client/src/comm_state.h"
 #include "client/src/connection.h"
+#include "client/src/small_ops.h"
 #include "common/ipc/frames.h"
 #include "common/seqpacket.h"
 
@@ -188,6 +189,10 @@ Status Connection::waitUntil(const std::function<bool()>& ready, const CommState
   const auto spinUntil = Clock::now() + std::chrono::microseconds(spinUs_);
   for (;;) {
     reap();
+    // Small ops of any communicator may be what ready() waits for (finalize, a process holding
+    // several ranks), and they move only when someone looks.
+    const bool smallOpsPending = SmallOpArea::anyPending();
+    if (smallOpsPending) SmallOpArea::progressAll();
     if (ready()) return okStatus();
     if (comm != nullptr && comm->aborted.load()) return abortedStatus();
     if (dead()) return deadStatus_;
@@ -204,8 +209,10 @@ Status Connection::waitUntil(const std::function<bool()>& ready, const CommState
     uint32_t seen = view_.header->completionFutex.load(std::memory_order_acquire);
     reap();
     if (!ready() && !(comm != nullptr && comm->aborted.load()) && !dead()) {
-      // Bounded so that a daemon that died is noticed through the socket within 100 ms.
-      ipc::futexWait(&view_.header->completionFutex, seen, 100'000'000);
+      // Bounded so that a daemon that died is noticed through the socket within 100 ms, and
+      // small ops, which do not bump this word, are looked at every millisecond.
+      ipc::futexWait(&view_.header->completionFutex, seen,
+                     smallOpsPending ? 1'000'000 : 100'000'000);
     }
     view_.header->clientSleepers.fetch_sub(1);
     if (!ready() && !dead()) (void)noticeHangUp();
@@ -214,6 +221,8 @@ Status Connection::waitUntil(const std::function<bool()>& ready, const CommState
 
 void Connection::abort(CommState* comm, uint64_t handle) {
   comm->aborted.store(true);
+  // The other ranks' small ops end now, not when the daemon hears of it.
+  if (comm->area) comm->area->abandon(abortedStatus());
   if (!dead() && handle != 0) {
     std::lock_guard<std::mutex> lock(socketMutex_);
     auto f = ipc::makeFrame<ipc::CommAbortFrame>(ipc::FrameType::CommAbort, 0);

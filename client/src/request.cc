@@ -69,6 +69,7 @@ void finishRequest(const RequestPtr& r, const Status& status, const CompletionIn
   if (r->doneFlag != nullptr) ipc::signalDone(r->doneFlag, static_cast<int32_t>(status.code()));
   r->done.store(true, std::memory_order_release);
   // After done: hc_comm_finalize returns only once every request it waited for is visible.
+  if (comm && r->daemonOp) comm->daemonOps.fetch_sub(1);
   if (comm) comm->outstanding.fetch_sub(1);
   if (parent) foldPart(parent, status, seenBy);
 }

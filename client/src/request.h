@@ -47,6 +47,10 @@ struct Request {
   // Stream-ordered operations: the flag the caller's stream waits on. finishRequest sets it on
   // every path (the daemon sets it first on completion), so no stream waits on a failed party.
   ipc::DoneFlag* doneFlag = nullptr;
+  // Counted in the communicator's daemonOps until it finishes.
+  bool daemonOp = false;
+  // Carried by the communicator's small-operation area (small_ops.h).
+  bool smallOp = false;
 
   // Internal bookkeeping.
   std::atomic<bool> claimed{false};

@@ -8,6 +8,7 @@
 
 #include "client/src/dtype.h"
 #include "client/src/group.h"
+#include "client/src/small_ops.h"
 #include "client/src/staging.h"
 #include "client/src/stream_ops.h"
 
@@ -209,6 +210,19 @@ Status chooseStream(const CommState& comm, DeviceRuntime* bufferRuntime, void* s
   return okStatus();
 }
 
+bool takesSmallArea(const CommState& comm, const Submission& sub, BufferArg send, BufferArg recv,
+                    hc_stream_t stream) {
+  for (BufferArg b : {send, recv}) {
+    if (b.bytes == 0) continue;
+    for (DeviceRuntime* rt : deviceRuntimes()) {
+      DevicePointer at;
+      if (rt->lookup(b.ptr, &at)) return false;
+    }
+  }
+  if (stream != nullptr || comm.streamRuntime.load() != nullptr) return false;
+  return sub.deviceScalar == nullptr && (sub.entry.flags & ipc::kEntryScalarInBuffer) == 0;
+}
+
 hc_status_t rejectOp(const Status& s, CommState* comm) {
   failGroup(s);
   return fail(s, comm);
@@ -225,8 +239,13 @@ hc_status_t postOp(hc_comm_t comm, ipc::SubmitEntry e, BufferArg send, BufferArg
   sub.comm = state;
   Status s = checkCall(e, state->rank.load(), state->nranks.load(), send, recv);
   if (s.isOk()) s = applyRedop(*state, redop, &sub);
+  SmallOpArea* area = state->area.get();
+  // Inside a group it goes with the group to the daemon, and the other ranks' follow it there.
+  // Device memory, a stream or a scalar read from memory take the daemon too.
+  const bool small = s.isOk() && area != nullptr && !groupOpen() && area->fits(sub.entry) &&
+                     takesSmallArea(*state, sub, send, recv, stream);
   DeviceRuntime* bufferRuntime = nullptr;
-  if (s.isOk()) {
+  if (s.isOk() && !small) {
     s = placeBuffers(*state->conn, &sub, send, recv, &bufferRuntime);
     if (s.isOk()) s = chooseStream(*state, bufferRuntime, stream, &sub);
     if (s.isOk()) s = checkDeviceScalar(sub);
@@ -245,6 +264,26 @@ hc_status_t postOp(hc_comm_t comm, ipc::SubmitEntry e, BufferArg send, BufferArg
       finishRequest(sub.request, oom, {}, FailureSeenBy::Caller);
       return rejectOp(oom, state.get());
     }
+  }
+  if (small) {
+    sub.request->smallOp = true;
+    s = area->post(state, sub.entry, send, recv, sub.request);
+    if (!s.isOk()) {
+      delete handle;
+      return fail(s, state.get());
+    }
+    if (req != nullptr) *req = handle;
+    return HC_OK;
+  }
+  if (area != nullptr) {
+    s = area->beforeDaemonOp(*state, static_cast<OpType>(e.op));
+    if (!s.isOk()) {
+      finishRequest(sub.request, s, {}, FailureSeenBy::Caller);
+      delete handle;
+      return fail(s, state.get());
+    }
+    sub.request->daemonOp = true;
+    state->daemonOps.fetch_add(1);
   }
   if (groupOpen()) {
     recordInGroup(std::move(sub));

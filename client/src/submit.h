@@ -25,6 +25,12 @@ struct BufferArg {
 hc_status_t postOp(hc_comm_t comm, ipc::SubmitEntry e, BufferArg send, BufferArg recv, int redop,
                    hc_stream_t stream, hc_request_t* req);
 
+// Whether a small op of a communicator with a small-operation area takes it: host buffers, no
+// stream, the scalar of a pre-multiplied sum given by value. Otherwise it goes to the daemon,
+// and the other ranks hand theirs over to it (small_ops.h).
+bool takesSmallArea(const CommState& comm, const Submission& sub, BufferArg send, BufferArg recv,
+                    hc_stream_t stream);
+
 // Fails a call: records the error as the last error and, inside a group, as the group's error,
 // so that hc_group_end submits none of the group's operations.
 hc_status_t rejectOp(const Status& s, CommState* comm);

@@ -99,6 +99,10 @@ size_t frameSize(FrameType type) {
       return sizeof(DeviceQueryFrame);
     case FrameType::DeviceQueryReply:
       return sizeof(DeviceQueryReplyFrame);
+    case FrameType::CommArea:
+      return sizeof(CommAreaFrame);
+    case FrameType::CommAreaReply:
+      return sizeof(CommAreaReplyFrame);
   }
   return 0;
 }
@@ -144,6 +148,11 @@ Result<FrameType> validateFrame(std::span<const uint8_t> bytes, size_t fdCount) 
   if (type == FrameType::MemRegister &&
       frameAs<MemRegisterFrame>(bytes).handleKind == static_cast<uint32_t>(HandleKind::Fd)) {
     fdsExpected = 1;  // the memfd or VMM fd of the allocation
+  }
+  if (type == FrameType::CommAreaReply) {
+    const uint32_t present = frameAs<CommAreaReplyFrame>(bytes).present;
+    if (present > 1) return invalidArgument("CommAreaReply present is " + std::to_string(present));
+    fdsExpected = present;  // the area's memfd
   }
   if (fdCount != fdsExpected) {
     return invalidArgument("frame type " + std::to_string(header.type) + " came with " +

@@ -27,14 +27,16 @@ constexpr uint16_t kProtocolMajor = 1;        // a different major is refused at
 // 3: device memory (MemRegister, MemKind::Device, done flags). 4: CmaProbe carries the client's
 // /proc/self/mem (one fd), and a probe without it is refused (see CmaProbeFrame).
 // 5: DeviceQuery (the node's GPUs and their measured speed weights, for hc_get_devices).
-// 6: CommShrink and CommRevoke entries.
-constexpr uint16_t kProtocolMinor = 6;
+// 6: CommShrink and CommRevoke entries. 7: kEntrySmallOps and CommArea (small_area.h).
+constexpr uint16_t kProtocolMinor = 7;
 // The first minor whose CmaProbe carries the fd: a client asks an older daemon for nothing.
 constexpr uint16_t kCmaProbeFdMinor = 4;
 // The first minor that answers DeviceQuery: an older daemon would close on the unknown type.
 constexpr uint16_t kDeviceQueryMinor = 5;
 // The first minor that takes CommShrink and CommRevoke entries.
 constexpr uint16_t kShrinkMinor = 6;
+// The first minor with kEntrySmallOps and CommArea frames (small_area.h).
+constexpr uint16_t kSmallAreaMinor = 7;
 constexpr size_t kMaxFrameBytes = 1024;  // larger frames are rejected, never truncated
 constexpr size_t kMessageBytes = 200;    // error text carried in Error frames
 constexpr size_t kCompletionText = 100;  // error text carried in completion entries
@@ -60,6 +62,8 @@ enum class FrameType : uint16_t {
   MemUnregisterReply = 18,
   DeviceQuery = 19,       // client -> daemon: one of the node's GPUs, by index (DeviceQueryFrame)
   DeviceQueryReply = 20,  // daemon -> client: how many there are, and that one
+  CommArea = 21,          // client -> daemon: the small-operation area of a handle (1.7)
+  CommAreaReply = 22,     // daemon -> client: whether there is one [+ fd: its sealed memfd]
 };
 
 struct FrameHeader {
@@ -295,6 +299,22 @@ struct DeviceQueryReplyFrame {
 };
 static_assert(sizeof(DeviceQueryReplyFrame) == 352);
 
+// The small-operation area of a communicator handle (small_area.h). The reply comes with the
+// area's memfd when present is 1, with none when the communicator has no area.
+struct CommAreaFrame {
+  FrameHeader header;
+  uint64_t commHandle;
+};
+
+struct CommAreaReplyFrame {
+  FrameHeader header;
+  uint32_t present;  // 0 or 1
+  int32_t rank;      // the handle's rank: its row in the area
+  uint32_t nranks;
+  uint32_t reserved;
+  uint64_t bytes;  // areaBytes(nranks)
+};
+
 // ---- the shared segment ------------------------------------------------------------------
 
 constexpr uint32_t kSegmentMagic = 0x47455348;  // "HSEG"
@@ -316,7 +336,11 @@ constexpr uint8_t kEntryGroupMore = 1u << 0;
 // ScalarInBuffer (PreMulSum): `scalar` is the segment offset of the scalar (dtype bytes), read
 // when the operation runs, as NCCL reads a device-resident scalar; otherwise it is the value.
 constexpr uint8_t kEntryScalarInBuffer = 1u << 1;
-constexpr uint8_t kKnownEntryFlags = kEntryGroupMore | kEntryScalarInBuffer;
+// SmallOps (CommInit, 1.7): this rank asks for the communicator's small-operation area and
+// promises that its small collectives on it use host memory and no stream (small_area.h). The
+// daemon makes the area only when every rank asked, all sit on it and share one uid.
+constexpr uint8_t kEntrySmallOps = 1u << 2;
+constexpr uint8_t kKnownEntryFlags = kEntryGroupMore | kEntryScalarInBuffer | kEntrySmallOps;
 constexpr uint32_t kMaxGroupOps = 1u << 16;  // a longer group fails with InvalidArgument
 
 // Memory kinds of a buffer reference.

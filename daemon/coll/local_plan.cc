@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 
 namespace hc::coll {
 

@@ -134,6 +134,7 @@ FlightSnapshot FlightRecorder::snapshot(size_t lastN) const {
   out.opsFailed = opsFailed_;
   out.bytesCompleted = bytesCompleted_;
   out.ranks = ranks_;
+  if (progressSource_) progressSource_(&out.ranks);
   const size_t skip = lastN == 0 || lastN >= entries_.size() ? 0 : entries_.size() - lastN;
   out.entries.assign(entries_.begin() + static_cast<ptrdiff_t>(skip), entries_.end());
   return out;

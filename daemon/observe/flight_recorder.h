@@ -101,6 +101,10 @@ class FlightRecorder {
   // Set once, before the first posted().
   using FinishSink = std::function<void(const FlightEntry& entry, const Status& status)>;
   void setFinishSink(FinishSink sink) { sink_ = std::move(sink); }
+  // Progress counted outside this record (the small ops the ranks combine among themselves),
+  // added to each snapshot's ranks. Set before the recorder is shared; called under its lock.
+  using ProgressSource = std::function<void(std::vector<RankProgress>* ranks)>;
+  void setProgressSource(ProgressSource source) { progressSource_ = std::move(source); }
 
   // IPC thread. posted() returns the record id that started()/finished() take.
   uint64_t posted(FlightOp op);
@@ -124,6 +128,7 @@ class FlightRecorder {
   uint64_t nextRecordId_ = 0;
   std::vector<RankProgress> ranks_;
   std::string failure_;
+  ProgressSource progressSource_;
   uint64_t opsCompleted_ = 0;
   uint64_t opsFailed_ = 0;
   uint64_t bytesCompleted_ = 0;

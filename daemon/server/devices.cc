@@ -2,9 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/coll/reduce.h"
-#include "daemon/discovery/inventory_format.h"
+#include "common/reduce/reduce.h"
 #include "daemon/device/sim/sim_node.h"
+#include "daemon/discovery/inventory_format.h"
 #if defined(HC_HAVE_CUDA)
 #include "daemon/device/cuda/cuda_probe.h"
 #endif

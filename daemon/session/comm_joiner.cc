@@ -70,11 +70,14 @@ void CommJoiner::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
                                                    " already joined this communicator"));
     return;
   }
-  init.joined[e.rank] = JoinedRank{session, e.requestId};
+  init.joined[e.rank] = JoinedRank{session, e.requestId, 0, (e.flags & ipc::kEntrySmallOps) != 0};
   if (static_cast<int>(init.joined.size()) < init.nranks) return;
 
   auto comm = std::make_shared<Communicator>(context_.nextCommId++, init.nranks,
                                              context_.options.opTimeoutMs);
+  bool smallOps = true;
+  for (auto& [rank, j] : init.joined) smallOps = smallOps && j.smallOps;
+  if (smallOps) offerSmallArea(*comm, init.joined);
   for (auto& [rank, j] : init.joined) {
     comm->setMember(rank, j.session.get());
     uint64_t handle = j.session->addMember(Member{comm, rank});
@@ -84,6 +87,23 @@ void CommJoiner::join(const SessionPtr& session, const ipc::SubmitEntry& e) {
   context_.comms[comm->id()] = comm;
   context_.observer.observe(comm, key);
   inits_.erase(it);
+}
+
+void CommJoiner::offerSmallArea(Communicator& comm, const std::map<int, JoinedRank>& joined) {
+  // One uid: the area is shared memory that every rank can write.
+  const uid_t uid = joined.begin()->second.session->peer().uid;
+  for (const auto& [rank, j] : joined) {
+    if (j.session->peer().uid != uid) return;
+  }
+  if (comm.nranks() < 2 || comm.nranks() > ipc::kAreaMaxRanks) return;
+  auto area = SmallArea::create(comm.nranks(), "hetero-comm-area");
+  if (!area.isOk()) {
+    // Every rank asks for it and none gets it: they all go through the daemon.
+    spdlog::warn("communicator {:x}: no small-operation area: {}", comm.id(),
+                 area.status().message());
+    return;
+  }
+  comm.setSmallArea(std::move(*area));
 }
 
 void CommJoiner::failInit(const std::string& key, const Status& why) {
@@ -112,6 +132,11 @@ void CommJoiner::splitLocally(const std::shared_ptr<Communicator>& comm, const M
       const SessionPtr& s = match.ops[i].session;
       child->setMember(r, s.get());
       results[i] = {s->addMember(Member{child, r}), r, n};
+    }
+    // A child of a communicator with an area gets one too: its ranks asked for it at init.
+    if (comm->smallArea() && n >= 2) {
+      auto area = SmallArea::create(n, "hetero-comm-area");
+      if (area.isOk()) child->setSmallArea(std::move(*area));
     }
     context_.comms[child->id()] = child;
     context_.observer.observe(child, splitKeyHex(comm->keyHex(), match.seq, color));

@@ -71,6 +71,7 @@ class CommJoiner {
     SessionPtr session;
     uint64_t requestId;
     Bootstrap::JoinId join = 0;  // its join at the root, for a communicator across daemons
+    bool smallOps = false;       // asked for the small-operation area (kEntrySmallOps)
   };
   // A communicator forming among this daemon's ranks.
   struct PendingInit {
@@ -98,6 +99,9 @@ class CommJoiner {
   };
 
   void failInit(const std::string& key, const Status& why);
+  // Gives comm a small-operation area when its ranks share one uid and it has 2 to
+  // kAreaMaxRanks of them (every rank asked for it).
+  void offerSmallArea(Communicator& comm, const std::map<int, JoinedRank>& joined);
   void joinRemote(const SessionPtr& session, const ipc::SubmitEntry& e, std::string root);
   void onJoinAnswer(JoinAnswer answer);
   void failRemoteInit(const std::string& key, const Status& why);

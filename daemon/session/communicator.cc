@@ -292,6 +292,8 @@ void Communicator::depart(int rank, const Status& why, const std::vector<SentCou
   members_[rank] = nullptr;
   departed_[rank] = why;
   anyDeparted_ = true;
+  // Every small collective needs every rank.
+  if (area_) area_->fail(why);
   // Work already waiting that needs the departed rank can never match; a partly posted group
   // of the departed rank itself is abandoned with it.
   bool doomed = !open_[rank].ops.empty() || !queues_[rank].empty();
@@ -330,6 +332,7 @@ void Communicator::fail(const Status& why) {
     failure_ = why;
     if (recorder_) recorder_->commFailed(why);
   }
+  if (area_) area_->fail(failure_);
   // Work outstanding when the communicator fails is what operators need the record of.
   bool outstanding = !ready_.empty();
   for (const auto& q : queues_) outstanding = outstanding || !q.empty();

@@ -28,6 +28,7 @@
 #include "common/status.h"
 #include "daemon/observe/flight_recorder.h"
 #include "daemon/session/pending_op.h"
+#include "daemon/session/small_area.h"
 
 namespace hc::session {
 
@@ -70,6 +71,11 @@ class Communicator {
   void markRemote(int rank) { remote_[rank] = true; }
   bool isRemote(int rank) const { return remote_[rank]; }
   bool hasMembers() const;
+
+  // The small-operation area of an all-local communicator whose ranks asked for one (null:
+  // none). It fails with the communicator, so no rank waits in it on a rank that is gone.
+  void setSmallArea(std::shared_ptr<SmallArea> area) { area_ = std::move(area); }
+  const std::shared_ptr<SmallArea>& smallArea() const { return area_; }
 
   // Adds a rank's op to its open unit; closesUnit ends the unit (the last op of a group, or an
   // op outside any group) and queues it. A unit that cannot be matched as posted (a send to self
@@ -191,6 +197,7 @@ class Communicator {
   Status failure_;
   int opTimeoutMs_;
 
+  std::shared_ptr<SmallArea> area_;
   std::shared_ptr<observe::FlightRecorder> recorder_;
   std::string keyHex_;
   int lateReportMs_ = 0;

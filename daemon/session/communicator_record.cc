@@ -2,7 +2,7 @@
 // (the oldest unfinished operation waited past comm.late_report_ms).
 #include <algorithm>
 
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 #include "daemon/session/communicator.h"
 #include "daemon/session/validate.h"
 
@@ -49,6 +49,10 @@ void shapesOf(const PendingOp& op, int nranks, observe::FlightOp& out) {
 void Communicator::observe(std::shared_ptr<observe::FlightRecorder> recorder, std::string keyHex,
                            int lateReportMs, IncidentHandler onIncident) {
   recorder_ = std::move(recorder);
+  if (area_ && recorder_) {
+    recorder_->setProgressSource(
+        [area = area_](std::vector<observe::RankProgress>* ranks) { area->addProgress(ranks); });
+  }
   keyHex_ = std::move(keyHex);
   lateReportMs_ = lateReportMs;
   onIncident_ = std::move(onIncident);

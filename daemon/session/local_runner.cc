@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 #include "daemon/session/session.h"
 #include "daemon/staging/device_reduce.h"
 

@@ -7,7 +7,7 @@
 // rank of the op gets the same verdict.
 #include <spdlog/spdlog.h>
 
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 #include "daemon/session/local_runner.h"
 #include "daemon/session/net_runner.h"
 #include "daemon/session/net_seq.h"

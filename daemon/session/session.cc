@@ -13,6 +13,7 @@
 
 #include "common/ipc/frames.h"
 #include "common/seqpacket.h"
+#include "daemon/session/communicator.h"
 
 namespace hc::session {
 namespace {
@@ -72,6 +73,8 @@ Status Session::handleFrame(std::span<const uint8_t> bytes, std::span<const Uniq
       return onMemRegister(bytes, fds);
     case ipc::FrameType::MemUnregister:
       return onMemUnregister(bytes);
+    case ipc::FrameType::CommArea:
+      return onCommArea(bytes);
     default:
       return invalidArgument("frame type " + std::to_string(static_cast<int>(*type)) +
                              " is not a request");
@@ -203,6 +206,26 @@ Status Session::onDeviceQuery(std::span<const uint8_t> bytes) {
   r.index = req.index;
   if (!entries.empty()) r.device = entries[req.index];
   return reply(ipc::frameBytes(r));
+}
+
+Status Session::onCommArea(std::span<const uint8_t> bytes) {
+  auto req = ipc::frameAs<ipc::CommAreaFrame>(bytes);
+  const Member* m = member(req.commHandle);
+  if (m == nullptr) {
+    Status s = invalidArgument("CommArea names handle " + std::to_string(req.commHandle) +
+                               ", which this client does not hold");
+    return reply(ipc::frameBytes(ipc::makeErrorFrame(req.header.requestId, s)));
+  }
+  auto r =
+      ipc::makeFrame<ipc::CommAreaReplyFrame>(ipc::FrameType::CommAreaReply, req.header.requestId);
+  r.rank = m->rank;
+  r.nranks = static_cast<uint32_t>(m->comm->nranks());
+  const std::shared_ptr<SmallArea>& area = m->comm->smallArea();
+  if (!area) return reply(ipc::frameBytes(r));
+  r.present = 1;
+  r.bytes = area->bytes();
+  int fds[1] = {area->fd()};
+  return sendMessage(socket_.get(), ipc::frameBytes(r), fds);
 }
 
 Status Session::onCommRoot(std::span<const uint8_t> bytes) {

@@ -134,6 +134,7 @@ class Session {
   Status onCmaProbe(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds);
   Status onPeerInfo(std::span<const uint8_t> bytes);
   Status onDeviceQuery(std::span<const uint8_t> bytes);
+  Status onCommArea(std::span<const uint8_t> bytes);
   Status onCommRoot(std::span<const uint8_t> bytes);
   Status onMemRegister(std::span<const uint8_t> bytes, std::span<const UniqueFd> fds);
   Status onMemUnregister(std::span<const uint8_t> bytes);

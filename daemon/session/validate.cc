@@ -121,9 +121,10 @@ Result<PendingOp> resolveOp(const ipc::SubmitEntry& e, const std::shared_ptr<Ses
   op.root = e.root;
   op.count = e.count;
   op.buffers.scalar = e.scalar;
-  if ((e.flags & ~ipc::kKnownEntryFlags) != 0) {
-    return invalidArgument("unknown entry flags " +
-                           std::to_string(e.flags & ~ipc::kKnownEntryFlags));
+  // SmallOps belongs to CommInit, which never comes here: on anything else it is unknown.
+  const uint8_t known = ipc::kKnownEntryFlags & ~ipc::kEntrySmallOps;
+  if ((e.flags & ~known) != 0) {
+    return invalidArgument("unknown entry flags " + std::to_string(e.flags & ~known));
   }
   if (op.type == OpType::Barrier) {
     op.count = 0;

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 
 namespace hc::staging {
 namespace {

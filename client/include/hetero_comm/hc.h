@@ -135,10 +135,21 @@ typedef struct {
   int blocking;      /* 0: init returns HC_IN_PROGRESS; poll hc_comm_get_async_error */
   int timeout_ms;    /* init deadline; default 120000 */
   const char* comm_name;
+  /* 1: small collectives (at most 4 KiB per rank) on host memory without a stream combine among
+   * the ranks in a shared area, without a round trip through the daemon, when every rank of the
+   * communicator asked, all sit on one daemon and share one uid. An operation then waits, when
+   * issued, for this rank's earlier operations on the communicator to finish, so every rank must
+   * issue the operations of its communicators in one order. Small collectives on device memory,
+   * on a stream or in a group still work: they take the daemon, and the other ranks' follow them
+   * there. Inherited by splits. Default 0. */
+  int host_small_ops;
 } hc_config_t;
 
-#define HC_CONFIG_INITIALIZER \
-  { sizeof(hc_config_t), HC_API_MAGIC, HC_VERSION_CODE, HC_CONFIG_UNDEF_INT, HC_CONFIG_UNDEF_INT, NULL }
+#define HC_CONFIG_INITIALIZER                                                                     \
+  {                                                                                               \
+    sizeof(hc_config_t), HC_API_MAGIC, HC_VERSION_CODE, HC_CONFIG_UNDEF_INT, HC_CONFIG_UNDEF_INT, \
+        NULL, HC_CONFIG_UNDEF_INT                                                                 \
+  }
 
 /* ---- library and communicators ---- */
 hc_status_t hc_get_version(int* version);

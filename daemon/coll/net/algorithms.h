@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/reduce/reduce.h"
 #include "daemon/coll/net/net_op.h"
 #include "daemon/coll/net/schedule.h"
-#include "daemon/coll/reduce.h"
 
 namespace hc::coll::net {
 

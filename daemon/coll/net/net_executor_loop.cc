@@ -8,8 +8,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/reduce/reduce.h"
 #include "daemon/coll/net/net_executor_loop.h"
-#include "daemon/coll/reduce.h"
 
 namespace hc::coll::net::detail {
 namespace {

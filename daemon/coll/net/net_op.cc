@@ -7,9 +7,9 @@
 #include <string>
 #include <utility>
 
+#include "common/reduce/reduce.h"
 #include "daemon/coll/net/algorithms.h"
 #include "daemon/coll/net/schedule_runner.h"
-#include "daemon/coll/reduce.h"
 
 namespace hc::coll::net {
 namespace {

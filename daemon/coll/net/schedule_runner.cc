@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "common/reduce/reduce.h"
 #include "daemon/coll/net/net_tags.h"
-#include "daemon/coll/reduce.h"
 
 namespace hc::coll::net {
 namespace {}  // namespace

@@ -2,7 +2,7 @@
 // for host and device (HC_HOST_DEVICE) so that g++ can check it against the host reduction and
 // nvcc and hipcc compile the same lines into kernels.
 //
-// It reproduces coll::reduceRange() (daemon/coll/reduce.cc, reduce_narrow.cc) operation for
+// It reproduces coll::reduceRange() (common/reduce/reduce.cc, reduce_narrow.cc) operation for
 // operation, so that results match bitwise:
 // - Inputs are folded in rank order: acc = first(x0, s0), then acc = combine(acc, xi, si).
 // - Integers: sum, prod and premulsum wrap modulo 2^bits (computed unsigned); max and min compare

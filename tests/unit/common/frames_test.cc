@@ -32,7 +32,8 @@ using AllKinds = ::testing::Types<
     Kind<PeerInfoFrame, FrameType::PeerInfo>, Kind<PeerInfoReplyFrame, FrameType::PeerInfoReply>,
     Kind<CommRootFrame, FrameType::CommRoot>, Kind<CommRootReplyFrame, FrameType::CommRootReply>,
     Kind<DeviceQueryFrame, FrameType::DeviceQuery>,
-    Kind<DeviceQueryReplyFrame, FrameType::DeviceQueryReply>>;
+    Kind<DeviceQueryReplyFrame, FrameType::DeviceQueryReply>,
+    Kind<CommAreaFrame, FrameType::CommArea>, Kind<CommAreaReplyFrame, FrameType::CommAreaReply>>;
 
 template <typename T>
 Bytes toBytes(const T& frame) {
@@ -80,6 +81,7 @@ TYPED_TEST(FrameKindTest, RoundTripsThroughValidation) {
   if constexpr (std::is_same_v<Frame, ErrorFrame>) copyText(frame.message, "no such comm");
   if constexpr (std::is_same_v<Frame, PeerInfoReplyFrame>) copyText(frame.address, "10.0.0.1:7710");
   if constexpr (std::is_same_v<Frame, CommRootFrame>) copyText(frame.address, "[fe80::1]:7710");
+  if constexpr (std::is_same_v<Frame, CommAreaReplyFrame>) frame.present = 0;  // then no fd
   if constexpr (std::is_same_v<Frame, DeviceQueryReplyFrame>) {
     frame.total = 2;
     frame.index = 1;
@@ -184,7 +186,7 @@ TEST(FrameTest, RejectsEmptyAndShorterThanHeader) {
 }
 
 TEST(FrameTest, RejectsUnknownTypes) {
-  for (uint16_t type : {uint16_t(0), uint16_t(21), uint16_t(100), uint16_t(0xffff)}) {
+  for (uint16_t type : {uint16_t(0), uint16_t(23), uint16_t(100), uint16_t(0xffff)}) {
     Bytes b = toBytes(makeFrame<MemAllocFrame>(FrameType::MemAlloc, 1));
     FrameHeader h = headerOf(b);
     h.type = type;
@@ -209,6 +211,19 @@ TEST(FrameTest, RejectsUnterminatedPeerAddresses) {
   expectRejected(toBytes(root), 0, "CommRoot address is not NUL-terminated");
   root.address[sizeof(root.address) - 1] = '\0';
   EXPECT_TRUE(validateFrame(toBytes(root), 0).isOk());
+}
+
+// A CommAreaReply comes with the area's memfd exactly when it says one is present.
+TEST(FrameTest, CommAreaReplyCarriesAnFdExactlyWhenPresent) {
+  auto reply = makeFrame<CommAreaReplyFrame>(FrameType::CommAreaReply, 5);
+  reply.present = 1;
+  EXPECT_TRUE(validateFrame(toBytes(reply), 1).isOk());
+  expectRejected(toBytes(reply), 0, "expected 1");
+  reply.present = 0;
+  EXPECT_TRUE(validateFrame(toBytes(reply), 0).isOk());
+  expectRejected(toBytes(reply), 1, "expected 0");
+  reply.present = 2;
+  expectRejected(toBytes(reply), 1, "present is 2");
 }
 
 // The client copies a DeviceQueryReply to its caller as it is: every field must already hold.

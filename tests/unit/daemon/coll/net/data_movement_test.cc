@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 #include "tests/unit/daemon/coll/net/net_test_harness.h"
 #include "tests/unit/daemon/coll/net/net_test_layouts.h"
 #include "tests/unit/daemon/coll/net/net_test_values.h"

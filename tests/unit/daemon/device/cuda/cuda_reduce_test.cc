@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 #include "tests/unit/daemon/device/cuda/cuda_test_util.h"
 #include "tests/unit/daemon/device/cuda/reduce_test_values.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 #include "daemon/device/kernels/reduce_math.h"
 #include "tests/unit/daemon/device/cuda/reduce_test_values.h"
 

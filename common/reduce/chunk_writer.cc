@@ -1,4 +1,4 @@
-#include "daemon/coll/chunk_writer.h"
+#include "common/reduce/chunk_writer.h"
 
 namespace hc::coll {
 namespace {

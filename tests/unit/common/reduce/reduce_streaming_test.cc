@@ -8,9 +8,9 @@
 #include <string>
 #include <tuple>
 
-#include "daemon/coll/chunk_writer.h"
-#include "daemon/coll/reduce.h"
-#include "tests/unit/daemon/coll/reduce_cases.h"
+#include "common/reduce/chunk_writer.h"
+#include "common/reduce/reduce.h"
+#include "tests/unit/common/reduce/reduce_cases.h"
 
 namespace hc::coll {
 namespace {

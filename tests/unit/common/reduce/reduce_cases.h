@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "tests/unit/common/float_reference.h"
-#include "tests/unit/daemon/coll/reduce_test_util.h"
+#include "tests/unit/common/reduce/reduce_test_util.h"
 
 namespace hc::coll::testing {
 

@@ -1,7 +1,7 @@
 // reduceRange against an independent reference over the grid dtype (all 12) x operator x inputs x
 // count x aliasing (separate outputs, every rank in place, one root in place); counts cross chunk
 // boundaries, and the large cases run many chunks and a partial last one.
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <tuple>
 
-#include "tests/unit/daemon/coll/reduce_cases.h"
+#include "tests/unit/common/reduce/reduce_cases.h"
 
 namespace hc::coll {
 namespace {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "daemon/coll/reduce.h"
-#include "tests/unit/daemon/coll/reduce_cases.h"
+#include "common/reduce/reduce.h"
+#include "tests/unit/common/reduce/reduce_cases.h"
 
 namespace hc::coll {
 namespace {

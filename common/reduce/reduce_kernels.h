@@ -1,13 +1,13 @@
-// What the kernel files of hc_coll share (reduce.cc: integers, fp32, fp64 and copies;
+// What the kernel files of hc_reduce share (reduce.cc: integers, fp32, fp64 and copies;
 // reduce_narrow.cc: fp16, bf16 and fp8): dtype codes, the chunk size, and how kernels are cloned.
-// Internal to hc_coll; other code uses reduce.h.
+// Internal to hc_reduce; other code uses reduce.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "daemon/coll/chunk_writer.h"
-#include "daemon/coll/reduce.h"
+#include "common/reduce/chunk_writer.h"
+#include "common/reduce/reduce.h"
 
 // The chunk kernels are built for AVX2 and for the baseline, and the loader picks one per
 // machine. Both give the same bits: the kernel files are compiled with -ffp-contract=off, so

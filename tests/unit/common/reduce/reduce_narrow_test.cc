@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/coll/reduce.h"
-#include "tests/unit/daemon/coll/reduce_test_util.h"
+#include "common/reduce/reduce.h"
+#include "tests/unit/common/reduce/reduce_test_util.h"
 
 namespace hc::coll {
 namespace {

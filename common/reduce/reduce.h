@@ -1,6 +1,8 @@
 // One-pass host reduction and copy kernels over buffers every local rank has mapped: each chunk of
 // every input is read once and each chunk of the result is written once to every output, so an
 // allreduce over N ranks of S bytes moves 2*N*S bytes.
+// Shared by the daemon's collectives and the client's small-operation path, which is why they live
+// in common/ (target hc_reduce) and keep the namespace hc::coll.
 // Depends on hc_common only. Thread-safe: the functions keep no state, so the executor may run
 // disjoint ranges of one collective on several threads.
 #pragma once

@@ -7,9 +7,9 @@
 #include <cstdint>
 
 #include "common/numerics/float_types.h"
+#include "common/reduce/chunk_writer.h"
+#include "common/reduce/reduce_kernels.h"
 #include "common/status.h"
-#include "daemon/coll/chunk_writer.h"
-#include "daemon/coll/reduce_kernels.h"
 
 namespace hc::coll {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/coll/reduce.h"
+#include "common/reduce/reduce.h"
 
 #include <algorithm>
 #include <bit>
@@ -6,8 +6,8 @@
 #include <string>
 #include <type_traits>
 
-#include "daemon/coll/chunk_writer.h"
-#include "daemon/coll/reduce_kernels.h"
+#include "common/reduce/chunk_writer.h"
+#include "common/reduce/reduce_kernels.h"
 
 namespace hc::coll {
 namespace {

@@ -1,5 +1,6 @@
 // How the one-pass kernels write results into the outputs (one 64-byte block at a time as they
-// are computed, or a run of bytes), shared by reduce.cc and reduce_narrow.cc. Internal to hc_coll.
+// are computed, or a run of bytes), shared by reduce.cc and reduce_narrow.cc. Internal to
+// hc_reduce.
 //
 // Why two kinds of store: an output that is not also an input has not been read by this pass, so
 // a regular store first reads each of its cache lines from memory (read-for-ownership) only to
