@@ -1,7 +1,7 @@
 # compare-peers' report: medians over the repetitions, and the side-by-side tables.
 # Input (results.tsv): contender, np, size in bytes, value, repetition; the value is the time of
-# one allreduce in us, except ucx-tag_bw (link bandwidth, GB/s) and ucx-tag_lat (one-way latency
-# of one message, us). Writes dir/medians.tsv and dir/data/CONTENDER-npN.dat (size, busbw or
+# one allreduce in us, except ucx-tag_bw (link bandwidth, GB/s), ucx-tag_lat (one-way latency
+# of one message, us) and iperf3-bidir (size 0: GB/s each way with both directions busy). Writes dir/medians.tsv and dir/data/CONTENDER-npN.dat (size, busbw or
 # GB/s) for the plot, and prints the tables. Variables: dir, reps.
 BEGIN {
   FS = OFS = "\t"
@@ -13,6 +13,7 @@ BEGIN {
   count[key]++
   val[key, count[key]] = $4
   if (!($3 in seenSize)) { seenSize[$3] = 1; sizes[++nsizes] = $3 + 0 }
+  if ($1 == "iperf3-bidir") next
   if ($1 != "ucx-tag_bw" && $1 != "ucx-tag_lat" && !($2 in seenNp)) { seenNp[$2] = 1; nps[++nnps] = $2 + 0 }
 }
 
@@ -79,11 +80,15 @@ END {
     }
   }
 
+  twoway = ("iperf3-bidir" SUBSEP 2 SUBSEP 0) in count ? median("iperf3-bidir" SUBSEP 2 SUBSEP 0) : ""
+  if (twoway != "") print "iperf3-bidir", 2, 0, twoway, twoway > medians
   printf "\nallreduce fp32 sum, busbw GB/s (algbw * 2(n-1)/n), median of %d run(s); " \
          "tag_bw: the UCX link between two processes, GB/s\n", reps
+  printf "two-way: iperf3 --bidir, GB/s each way with both directions busy (as a ring uses the " \
+         "link): %s\n", twoway == "" ? "-" : sprintf("%.3f", twoway)
   printf "hc/mpi uses the faster Open MPI of the two; a ratio above 1 means hc-perf is ahead\n\n"
-  printf "%3s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "np", "size", "hc-perf", "tag_bw",
-         "mpi-ob1", "mpi-ucx", "gloo", "hc/tag_bw", "hc/mpi", "hc/gloo"
+  printf "%3s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "np", "size", "hc-perf", "tag_bw",
+         "mpi-ob1", "mpi-ucx", "gloo", "hc/tag_bw", "hc/2way", "hc/mpi", "hc/gloo"
   for (p = 1; p <= nnps; p++) {
     np = nps[p]
     for (s = 1; s <= nsizes; s++) {
@@ -91,10 +96,10 @@ END {
       hc = bw["hc-perf", np, size]; ob1 = bw["mpi-ob1-tcp", np, size]
       mu = bw["mpi-ucx", np, size]; gl = bw["gloo-ring", np, size]
       mpi = (ob1 != "" && (mu == "" || ob1 >= mu)) ? ob1 : mu
-      printf "%3d %9s %s %s %s %s %s %s %s %s\n", np, human(size), cell(hc, "%9.3f"),
+      printf "%3d %9s %s %s %s %s %s %s %s %s %s\n", np, human(size), cell(hc, "%9.3f"),
              cell(link[size], "%9.3f"), cell(ob1, "%9.3f"), cell(mu, "%9.3f"), cell(gl, "%9.3f"),
-             cell(ratio(hc, link[size]), "%9.2f"), cell(ratio(hc, mpi), "%9.2f"),
-             cell(ratio(hc, gl), "%9.2f")
+             cell(ratio(hc, link[size]), "%9.2f"), cell(ratio(hc, twoway), "%9.2f"),
+             cell(ratio(hc, mpi), "%9.2f"), cell(ratio(hc, gl), "%9.2f")
     }
   }
 
@@ -117,18 +122,25 @@ END {
     }
   }
 
-  # The issue's target: hc-perf, 64 MiB across 2 daemons (one rank each), against the same run.
-  target = 67108864
-  hc = bw["hc-perf", 2, target]
-  if (hc != "" && link[target] != "") {
-    best = bw["mpi-ob1-tcp", 2, target]
-    mu = bw["mpi-ucx", 2, target]
-    if (mu != "" && (best == "" || mu + 0 > best + 0)) best = mu
-    gl = bw["gloo-ring", 2, target]
-    met = hc >= 0.6 * link[target] && (best == "" || hc > best) && (gl == "" || hc > gl)
-    printf "\ntarget, np 2 at 64 MiB: hc-perf busbw %.3f = %.2f of tag_bw %.3f (>= 0.60), " \
-           "Open MPI %s, Gloo %s: %s\n", hc, hc / link[target], link[target],
-           best == "" ? "-" : sprintf("%.3f", best), gl == "" ? "-" : sprintf("%.3f", gl),
-           met ? "met" : "NOT met"
+  # The targets: hc-perf across 2 daemons (one rank each, 4 ranks two each) at 64 and 256 MiB,
+  # against the link used both ways at once and the peers of the same run.
+  printf "\n"
+  for (p = 1; p <= nnps; p++) {
+    np = nps[p]
+    for (t = 1; t <= 2; t++) {
+      target = t == 1 ? 67108864 : 268435456
+      hc = bw["hc-perf", np, target]
+      if (hc == "" || twoway == "") continue
+      best = bw["mpi-ob1-tcp", np, target]
+      mu = bw["mpi-ucx", np, target]
+      if (mu != "" && (best == "" || mu + 0 > best + 0)) best = mu
+      gl = bw["gloo-ring", np, target]
+      need = np == 2 ? 0.8 : 0.7
+      met = hc >= need * twoway && (best == "" || hc > best) && (gl == "" || hc > gl)
+      printf "target, np %d at %s: hc-perf busbw %.3f = %.2f of the two-way %.3f (>= %.2f), " \
+             "Open MPI %s, Gloo %s: %s\n", np, human(target), hc, hc / twoway, twoway, need,
+             best == "" ? "-" : sprintf("%.3f", best), gl == "" ? "-" : sprintf("%.3f", gl),
+             met ? "met" : "NOT met"
+    }
   }
 }

@@ -214,6 +214,7 @@ bool takesSmallArea(const CommState& comm, const Submission& sub, BufferArg send
                     hc_stream_t stream) {
   for (BufferArg b : {send, recv}) {
     if (b.bytes == 0) continue;
+    if (b.ptr == nullptr) return false;  // placeBuffers refuses it with the usual words
     for (DeviceRuntime* rt : deviceRuntimes()) {
       DevicePointer at;
       if (rt->lookup(b.ptr, &at)) return false;

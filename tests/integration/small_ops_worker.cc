@@ -238,6 +238,14 @@ int runSmallSmoke(hc_comm_t comm, const SmallOpsOptions& o) {
     return kExitOpFailed;
   }
   uint64_t wrong = 0;
+  // A NULL buffer of a small op is refused with the daemon path's words, on every rank alike (so
+  // no rank waits for it), and the process lives on.
+  hc_status_t bad =
+      hc_allreduce(nullptr, recv.as<int64_t>(), 1, HC_INT64, HC_SUM, comm, nullptr, nullptr);
+  if (bad != HC_INVALID_ARGUMENT) {
+    std::printf("ERROR NULL send buffer: status=%d text=%s\n", bad, lastError(comm));
+    return kExitOpFailed;
+  }
   const auto start = Clock::now();
   for (uint64_t i = 0; i < n; ++i) {
     if (i % 100 == 0) watchdogNote("smoke allreduce " + std::to_string(i));

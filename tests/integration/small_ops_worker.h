@@ -15,7 +15,8 @@
 //   chain     --iters (200) seeded 8-byte and 1 MiB allreduces, each reading the previous one's
 //             result, issued with requests and waited at the end ("large <n>": the 1 MiB ones;
 //             "#wrong <n>")
-//   smoke     --iters (1000) 8-byte allreduces, each waited and checked ("smoke ops=<n>
+//   smoke     a small allreduce with a NULL send buffer refused, then --iters (1000) 8-byte
+//             allreduces, each waited and checked ("smoke ops=<n>
 //             us_per_op=<t>"; "#wrong <n>")
 //   mixed     small allreduces, broadcasts and allgathers of which one rank takes some to the
 //             daemon (sim device memory, a group), waited one by one and then all at once
