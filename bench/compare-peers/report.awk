@@ -12,8 +12,8 @@ BEGIN {
   key = $1 SUBSEP $2 SUBSEP $3
   count[key]++
   val[key, count[key]] = $4
+  if ($1 == "iperf3-bidir") next  # one figure, not a size
   if (!($3 in seenSize)) { seenSize[$3] = 1; sizes[++nsizes] = $3 + 0 }
-  if ($1 == "iperf3-bidir") next
   if ($1 != "ucx-tag_bw" && $1 != "ucx-tag_lat" && !($2 in seenNp)) { seenNp[$2] = 1; nps[++nnps] = $2 + 0 }
 }
 
