@@ -54,6 +54,11 @@ void TablePrinter::printPreamble(size_t caseCount) const {
         "its operation completed, so a batch runs one operation at a time\n",
         opts_.iters);
   }
+  if (opts_.smallOps) {
+    std::printf(
+        "# small ops: host_small_ops; collectives of at most 4 KiB per rank on host memory combine "
+        "in the communicator's shared area when every rank sits on one daemon\n");
+  }
   const char* segment = std::getenv("HC_SEGMENT_BYTES");
   if (opts_.sockets.empty()) {
     std::printf("# socket: %s, segment: %s bytes per rank\n",

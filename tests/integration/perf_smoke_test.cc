@@ -100,6 +100,19 @@ TEST_P(PerfSmokeTest, EveryOperationAndDtypeChecksOutWithNoWrongElements) {
 INSTANTIATE_TEST_SUITE_P(Ranks, PerfSmokeTest, ::testing::Values(2, 3),
                          [](const auto& p) { return "ranks" + std::to_string(p.param); });
 
+// --small-ops: the rows up to 4 KiB per rank combine in the communicator's shared area (the
+// larger ones of reduce-scatter, alltoall and the rest go through the daemon), every row checked,
+// timed each operation alone as bench/small-ops/run times them.
+TEST(PerfSmallOpsSmokeTest, EveryOperationAndDtypeThroughTheAreaChecksOut) {
+  std::string error;
+  auto daemon = DaemonProcess::start({}, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  const std::string out = runPerf(*daemon, 3, {"-r", "all", "--small-ops", "--latency"});
+  EXPECT_NE(out.find("# small ops: host_small_ops"), std::string::npos) << out;
+  expectNoWrongRows(out, 100);
+  EXPECT_EQ(daemon->stop(), 0) << daemon->logTail();
+}
+
 // --device: the buffers live in simulated device memory and every operation is ordered on a sim
 // stream; the checked data goes in and out by copies. The places cover one device shared by both
 // ranks (the daemon reduces on the device), two vendors' devices (host staging between them) and
