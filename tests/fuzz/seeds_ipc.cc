@@ -103,6 +103,9 @@ void frameSeeds(std::vector<Seed>* seeds) {
   auto unreg = make<ipc::MemUnregisterFrame>(FrameType::MemUnregister);
   unreg.region = 1;
   addFrames(seeds, "mem_unregister", {hello(), frame(unreg)}, false);
+  auto area = make<ipc::CommAreaFrame>(FrameType::CommArea);
+  area.commHandle = 1;  // a handle the client does not hold
+  addFrames(seeds, "comm_area", {hello(), frame(area)}, false);
 
   auto welcome = make<ipc::WelcomeFrame>(FrameType::Welcome);
   welcome.minor = ipc::kProtocolMinor;
@@ -141,6 +144,9 @@ void frameSeeds(std::vector<Seed>* seeds) {
   addFrames(seeds, "mem_unregister_reply",
             {hello(), frame(make<ipc::MemUnregisterReplyFrame>(FrameType::MemUnregisterReply))},
             true);
+  auto areaReply = make<ipc::CommAreaReplyFrame>(FrameType::CommAreaReply);
+  areaReply.nranks = 2;
+  addFrames(seeds, "comm_area_reply", {hello(), frame(areaReply)}, true);
 }
 
 void addEntry(std::vector<Seed>* seeds, const std::string& name, const ipc::SubmitEntry& e,
