@@ -13,10 +13,9 @@ namespace hc::integ {
 
 // Waits for every rank (a hang shows up as this timeout, with every rank's output), then expects
 // each to have exited 0 having printed "#wrong 0" and no ERROR, WRONG or HUNG line. On failure
-// the ranks' output and the daemon's log tail are attached. Job: RankJob, or any job with its
-// nranks(), rank(r), waitAll() and report().
-template <typename Job>
-void expectJobSucceeds(Job& job, const DaemonProcess& daemon, std::chrono::seconds timeout) {
+// the ranks' output and the daemon's log tail are attached.
+inline void expectJobSucceeds(RankJob& job, const DaemonProcess& daemon,
+                              std::chrono::seconds timeout) {
   bool finished = job.waitAll(timeout);
   EXPECT_TRUE(finished) << "ranks still running after " << timeout.count() << " s";
   for (int r = 0; r < job.nranks(); ++r) {

@@ -50,18 +50,21 @@ std::optional<StatusLine> findStatusLine(const std::string& output, std::string_
 std::unique_ptr<RankJob> RankJob::start(const DaemonProcess& daemon, std::string name, int nranks,
                                         std::vector<std::string> args, std::string* error,
                                         const PerRankArgs& perRank) {
+  return startWorker(HC_RANK_WORKER_PATH, daemon, std::move(name), nranks, std::move(args), error,
+                     perRank);
+}
+
+std::unique_ptr<RankJob> RankJob::startWorker(const std::string& worker,
+                                              const DaemonProcess& daemon, std::string name,
+                                              int nranks, std::vector<std::string> args,
+                                              std::string* error, const PerRankArgs& perRank) {
   std::string id = uniqueIdHex(daemon.socketPath(), daemon.dir(), error);
   if (id.empty()) return nullptr;
   auto job = std::make_unique<RankJob>();
   job->name_ = std::move(name);
   for (int r = 0; r < nranks; ++r) {
-    std::vector<std::string> argv = {HC_RANK_WORKER_PATH,
-                                     "--rank",
-                                     std::to_string(r),
-                                     "--nranks",
-                                     std::to_string(nranks),
-                                     "--id",
-                                     id};
+    std::vector<std::string> argv = {
+        worker, "--rank", std::to_string(r), "--nranks", std::to_string(nranks), "--id", id};
     argv.insert(argv.end(), args.begin(), args.end());
     if (perRank) {
       auto extra = perRank(r);

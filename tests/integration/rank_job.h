@@ -37,6 +37,13 @@ class RankJob {
   static std::unique_ptr<RankJob> start(const DaemonProcess& daemon, std::string name, int nranks,
                                         std::vector<std::string> args, std::string* error,
                                         const PerRankArgs& perRank = nullptr);
+  // The same with another worker program that takes --rank, --nranks and --id alike
+  // (hc_small_ops_worker).
+  static std::unique_ptr<RankJob> startWorker(const std::string& worker,
+                                              const DaemonProcess& daemon, std::string name,
+                                              int nranks, std::vector<std::string> args,
+                                              std::string* error,
+                                              const PerRankArgs& perRank = nullptr);
 
   int nranks() const { return static_cast<int>(ranks_.size()); }
   ChildProcess& rank(int r) { return *ranks_[static_cast<size_t>(r)]; }

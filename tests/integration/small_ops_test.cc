@@ -62,67 +62,14 @@ Daemon startDaemon(std::string* error) {
 }
 
 // The ranks of one communicator, each an hc_small_ops_worker process.
-class SmallOpsJob {
- public:
-  using PerRankArgs = std::function<std::vector<std::string>(int rank)>;
-
-  static std::unique_ptr<SmallOpsJob> start(const DaemonProcess& daemon, const std::string& name,
-                                            int nranks, const std::vector<std::string>& args,
-                                            std::string* error,
-                                            const PerRankArgs& perRank = nullptr) {
-    const std::string id = uniqueIdHex(daemon.socketPath(), daemon.dir(), error);
-    if (id.empty()) return nullptr;
-    auto job = std::make_unique<SmallOpsJob>();
-    job->name_ = name;
-    for (int r = 0; r < nranks; ++r) {
-      std::vector<std::string> argv = {HC_SMALL_OPS_WORKER_PATH,
-                                       "--rank",
-                                       std::to_string(r),
-                                       "--nranks",
-                                       std::to_string(nranks),
-                                       "--id",
-                                       id};
-      argv.insert(argv.end(), args.begin(), args.end());
-      if (perRank) {
-        auto extra = perRank(r);
-        argv.insert(argv.end(), extra.begin(), extra.end());
-      }
-      auto child = ChildProcess::spawn(
-          argv, daemon.clientEnv(),
-          daemon.dir() + "/" + name + "-rank" + std::to_string(r) + ".log", error);
-      if (!child) return nullptr;
-      job->ranks_.push_back(std::move(child));
-    }
-    return job;
+struct SmallOpsJob {
+  static std::unique_ptr<RankJob> start(const DaemonProcess& daemon, const std::string& name,
+                                        int nranks, const std::vector<std::string>& args,
+                                        std::string* error,
+                                        const RankJob::PerRankArgs& perRank = nullptr) {
+    return RankJob::startWorker(HC_SMALL_OPS_WORKER_PATH, daemon, name, nranks, args, error,
+                                perRank);
   }
-
-  int nranks() const { return static_cast<int>(ranks_.size()); }
-  ChildProcess& rank(int r) { return *ranks_[static_cast<size_t>(r)]; }
-  bool waitAll(std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    for (auto& r : ranks_) {
-      auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-      if (!r->waitExit(std::max(left, milliseconds(0)))) return false;
-    }
-    return true;
-  }
-  std::string report() {
-    std::string out;
-    for (size_t r = 0; r < ranks_.size(); ++r) {
-      ranks_[r]->poll();
-      std::string text = ranks_[r]->output();
-      if (text.size() > 6000) {
-        text = text.substr(0, 3000) + "\n...\n" + text.substr(text.size() - 3000);
-      }
-      out += "--- " + name_ + " rank " + std::to_string(r) + " (" + ranks_[r]->describeEnd() +
-             "):\n" + text;
-    }
-    return out;
-  }
-
- private:
-  std::string name_;
-  std::vector<std::unique_ptr<ChildProcess>> ranks_;
 };
 
 // Every rank exited 0 having printed "#wrong 0" and no ERROR, WRONG or HUNG line.
